@@ -1,0 +1,189 @@
+// Package ratelimit is the facade of a library of interchangeable,
+// Redis-backed rate-limiting strategies. A service builds one Limiter per
+// endpoint from a Config, picking the exact sliding log or a cheaper
+// approximation, and can swap one for another without touching call sites.
+//
+// The algorithms live in packages of their own, each with New (Redis) and
+// NewLocal (an in-process twin); package strategy holds their contract. The
+// Limiter adds what a service needs around them: configuration by name,
+// sharding of hot subjects, and (see the package's options) the clock.
+//
+// A Limiter is safe for concurrent use.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/slidinglog"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Result is the outcome of a decision; see strategy.Result.
+type Result = strategy.Result
+
+// Limit is what a strategy enforces; see strategy.Limit.
+type Limit = strategy.Limit
+
+// Never is the RetryAfter of a request that can never pass.
+const Never = strategy.Never
+
+// Algorithm names a rate-limiting algorithm.
+type Algorithm string
+
+// The algorithms a Config can name.
+const (
+	// SlidingLog is exact: a sorted set of every unit in the window. Memory
+	// grows with the limit. Package slidinglog.
+	SlidingLog Algorithm = "sliding_log"
+)
+
+// algorithm is how the facade builds one algorithm.
+type algorithm struct {
+	newRedis func(redis.Scripter, strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
+	newLocal func(strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
+}
+
+var algorithms = map[Algorithm]algorithm{
+	SlidingLog: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidinglog.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+}
+
+// Algorithms returns the valid algorithm names, sorted.
+func Algorithms() []Algorithm {
+	names := make([]Algorithm, 0, len(algorithms))
+	for a := range algorithms {
+		names = append(names, a)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Config describes one limiter. The zero Config is invalid: Algorithm,
+// Limit and Window are required.
+type Config struct {
+	Algorithm Algorithm     // one of Algorithms()
+	Limit     int64         // units allowed per Window; >= 0
+	Window    time.Duration // > 0, whole milliseconds
+	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
+	Shards    int           // > 1 spreads each subject over Shards keys; 0 or 1: no sharding
+	Prefix    string        // key namespace; default "rl:"
+}
+
+// Limit returns the strategy.Limit of c.
+func (c Config) limit() strategy.Limit {
+	return strategy.Limit{Limit: c.Limit, Window: c.Window, Burst: c.Burst}
+}
+
+// Option configures a Limiter beyond its Config.
+type Option func(*options)
+
+type options struct {
+	clock strategy.Clock
+}
+
+// WithClock makes the limiter use c instead of the Redis server's TIME. A nil
+// c is ignored. See strategy.WithClock.
+func WithClock(c strategy.Clock) Option {
+	return func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
+// Limiter enforces one Config. It is safe for concurrent use.
+type Limiter struct {
+	cfg Config
+	st  strategy.Strategy
+}
+
+// New returns a Limiter for cfg that keeps its state in Redis through rdb (a
+// *redis.Client, *redis.ClusterClient or *redis.Ring). It fails, naming the
+// field, when cfg is invalid.
+func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
+	}
+	return build(cfg, opts, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
+		return a.newRedis(rdb, lim, so...)
+	})
+}
+
+// NewLocal returns a Limiter for cfg whose state lives in this process only:
+// each process enforces cfg on its own.
+func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
+	return build(cfg, opts, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
+		return a.newLocal(lim, so...)
+	})
+}
+
+func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strategy.Option) (strategy.Strategy, error)) (*Limiter, error) {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	a, ok := algorithms[cfg.Algorithm]
+	if !ok {
+		names := make([]string, 0, len(algorithms))
+		for _, n := range Algorithms() {
+			names = append(names, fmt.Sprintf("%q", n))
+		}
+		return nil, fmt.Errorf("%w: ratelimit: Algorithm must be one of %s, got %q", strategy.ErrInvalidOption, strings.Join(names, ", "), cfg.Algorithm)
+	}
+	if cfg.Shards < 0 {
+		return nil, fmt.Errorf("%w: ratelimit: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)
+	}
+	if err := cfg.limit().Validate(); err != nil {
+		return nil, fmt.Errorf("ratelimit: %w", err)
+	}
+	so := []strategy.Option{strategy.WithClock(o.clock)}
+	if cfg.Prefix != "" {
+		so = append(so, strategy.WithPrefix(cfg.Prefix))
+	}
+	st, err := mk(a, cfg.limit(), so)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: %w", err)
+	}
+	return &Limiter{cfg: cfg, st: st}, nil
+}
+
+// Config returns the configuration the Limiter enforces.
+func (l *Limiter) Config() Config { return l.cfg }
+
+// Strategy returns the strategy that makes the decisions.
+func (l *Limiter) Strategy() strategy.Strategy { return l.st }
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN decides whether key may spend n units now and records them only if
+// allowed. A denial is a Result with Allowed false, not an error.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
+	return l.st.AllowN(ctx, key, n)
+}
+
+// Peek reports key's state now and consumes nothing.
+func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
+	return l.st.Peek(ctx, key)
+}
+
+// Reset forgets key.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	return l.st.Reset(ctx, key)
+}

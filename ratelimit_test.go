@@ -1,0 +1,104 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return mr, c
+}
+
+func TestNewValidates(t *testing.T) {
+	_, rdb := miniClient(t)
+	valid := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 10, Window: time.Second}
+	for _, c := range []struct {
+		name  string
+		edit  func(*ratelimit.Config)
+		field string
+	}{
+		{"unknown algorithm", func(c *ratelimit.Config) { c.Algorithm = "leaky" }, `Algorithm must be one of "sliding_log"`},
+		{"empty algorithm", func(c *ratelimit.Config) { c.Algorithm = "" }, "Algorithm"},
+		{"negative limit", func(c *ratelimit.Config) { c.Limit = -1 }, "Limit"},
+		{"zero window", func(c *ratelimit.Config) { c.Window = 0 }, "Window"},
+		{"negative burst", func(c *ratelimit.Config) { c.Burst = -3 }, "Burst"},
+		{"negative shards", func(c *ratelimit.Config) { c.Shards = -1 }, "Shards"},
+		{"braces in prefix", func(c *ratelimit.Config) { c.Prefix = "{x}" }, "prefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := valid
+			c.edit(&cfg)
+			if _, err := ratelimit.New(rdb, cfg); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("New: err = %v, want one naming %s", err, c.field)
+			}
+			if _, err := ratelimit.NewLocal(cfg); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("NewLocal: err = %v, want one naming %s", err, c.field)
+			}
+		})
+	}
+	if _, err := ratelimit.New(nil, valid); !errors.Is(err, strategy.ErrInvalidOption) {
+		t.Errorf("New(nil): err = %v, want ErrInvalidOption", err)
+	}
+}
+
+func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
+	for _, a := range ratelimit.Algorithms() {
+		for _, local := range []bool{false, true} {
+			name := string(a)
+			if local {
+				name += "/local"
+			}
+			t.Run(name, func(t *testing.T) {
+				clock := conformance.NewClock(conformance.Epoch)
+				cfg := ratelimit.Config{Algorithm: a, Limit: 3, Window: time.Second, Prefix: "t:"}
+				var l *ratelimit.Limiter
+				var err error
+				if local {
+					l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+				} else {
+					_, rdb := miniClient(t)
+					l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				for i := 0; i < 3; i++ {
+					if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+						t.Fatalf("request %d: %+v, %v; want allowed", i+1, r, err)
+					}
+				}
+				r, err := l.Allow(ctx, "k")
+				if err != nil || r.Allowed || r.RetryAfter <= 0 {
+					t.Fatalf("request 4: %+v, %v; want denied with RetryAfter > 0", r, err)
+				}
+				if p, _ := l.Peek(ctx, "k"); p.Remaining != 0 {
+					t.Fatalf("Peek = %+v, want Remaining 0", p)
+				}
+				if err := l.Reset(ctx, "k"); err != nil {
+					t.Fatal(err)
+				}
+				if p, _ := l.Peek(ctx, "k"); p.Remaining != 3 {
+					t.Fatalf("Peek after Reset = %+v, want Remaining 3", p)
+				}
+				if got := l.Config(); got != cfg {
+					t.Fatalf("Config() = %+v, want %+v", got, cfg)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package slidinglog_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/slidinglog"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+var ctx = context.Background()
+
+func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return mr, c
+}
+
+func realClient(t *testing.T) *redis.Client {
+	t.Helper()
+	return testredis.Shared(t).Client(t)
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			_, rdb := miniClient(t)
+			return slidinglog.New(rdb, lim, strategy.WithClock(c))
+		}})
+	})
+	t.Run("redis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return slidinglog.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+		}})
+	})
+	t.Run("local", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return slidinglog.NewLocal(lim, strategy.WithClock(c))
+		}})
+	})
+}
+
+func TestDifferential(t *testing.T) {
+	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
+		_, rdb := miniClient(t)
+		r, err := slidinglog.New(rdb, lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := slidinglog.NewLocal(lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, l
+	})
+}
+
+// backends runs f over the Redis strategy on miniredis and on a real Redis,
+// and over the local twin, all on a manual clock.
+func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
+	t.Helper()
+	for _, name := range []string{"miniredis", "redis", "local"} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch)
+			var st strategy.Strategy
+			var err error
+			switch name {
+			case "miniredis":
+				_, rdb := miniClient(t)
+				st, err = slidinglog.New(rdb, lim, strategy.WithClock(clock))
+			case "redis":
+				st, err = slidinglog.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+			case "local":
+				st, err = slidinglog.NewLocal(lim, strategy.WithClock(clock))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, st, clock)
+		})
+	}
+}
+
+func TestWindowEdges(t *testing.T) {
+	backends(t, strategy.Limit{Limit: 2, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		mustAllow := func(want bool, what string) strategy.Result {
+			t.Helper()
+			r, err := st.AllowN(ctx, "edge", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed != want {
+				t.Fatalf("%s: Allowed = %v, want %v (%+v)", what, r.Allowed, want, r)
+			}
+			return r
+		}
+		mustAllow(true, "unit at t=0")
+		clock.Advance(400 * time.Millisecond)
+		mustAllow(true, "unit at t=400ms")
+		clock.Advance(599 * time.Millisecond) // t=999ms: the t=0 unit still counts (999 < 1000)
+		r := mustAllow(false, "at t=999ms")
+		if r.RetryAfter != time.Millisecond {
+			t.Fatalf("RetryAfter at t=999ms = %v, want 1ms", r.RetryAfter)
+		}
+		if r.ResetAfter != 401*time.Millisecond {
+			t.Fatalf("ResetAfter at t=999ms = %v, want 401ms (the t=400ms unit leaves at 1400ms)", r.ResetAfter)
+		}
+		clock.Advance(time.Millisecond) // t=1000ms: now - 0 = Window, the unit has left
+		mustAllow(true, "at t=1000ms")
+		r = mustAllow(false, "again at t=1000ms")
+		if r.RetryAfter != 400*time.Millisecond {
+			t.Fatalf("RetryAfter at t=1000ms = %v, want 400ms", r.RetryAfter)
+		}
+	})
+}
+
+func TestRetryAfterForCost(t *testing.T) {
+	// units at 0, 100, 200, 300, 400 ms of limit 5/s; at 500ms a request of 3
+	// needs the three oldest to leave: the third leaves at 1200ms.
+	backends(t, strategy.Limit{Limit: 5, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		for i := 0; i < 5; i++ {
+			if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+				t.Fatalf("unit %d denied", i)
+			}
+			clock.Advance(100 * time.Millisecond)
+		}
+		for n, want := range map[int64]time.Duration{1: 500 * time.Millisecond, 3: 700 * time.Millisecond, 5: 900 * time.Millisecond} {
+			r, err := st.AllowN(ctx, "k", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed || r.RetryAfter != want || r.ResetAfter != 900*time.Millisecond {
+				t.Errorf("AllowN(%d) at 500ms = %+v, want denied, RetryAfter %v, ResetAfter 900ms", n, r, want)
+			}
+		}
+	})
+}
+
+// TestSameMillisecondBurst has 8 clients (standing for 8 app hosts) with 8
+// goroutines each hit one subject in the same millisecond; exactly the limit
+// is allowed and exactly that many entries are stored.
+func TestSameMillisecondBurst(t *testing.T) {
+	const limit, clients, goroutines, perG = 1000, 8, 8, 20 // 1280 requests
+	run := func(t *testing.T, newClient func() redis.Scripter, zcard func(key string) int64, opts ...strategy.Option) {
+		lim := strategy.Limit{Limit: limit, Window: time.Minute}
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		var key string
+		for c := 0; c < clients; c++ {
+			st, err := slidinglog.New(newClient(), lim, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key = st.Key("burst")
+			for g := 0; g < goroutines; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < perG; i++ {
+						r, err := st.AllowN(ctx, "burst", 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if r.Allowed {
+							allowed.Add(1)
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		if got := allowed.Load(); got != limit {
+			t.Errorf("allowed %d of %d requests, want exactly %d", got, clients*goroutines*perG, limit)
+		}
+		if got := zcard(key); got != limit {
+			t.Errorf("ZCARD %s = %d, want exactly %d entries", key, got, limit)
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) {
+		mr := miniredis.RunT(t)
+		mr.SetTime(conformance.Epoch) // server TIME frozen: every request in one millisecond
+		run(t, func() redis.Scripter {
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: goroutines})
+			t.Cleanup(func() { c.Close() })
+			return c
+		}, func(key string) int64 {
+			members, err := mr.ZMembers(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int64(len(members))
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := testredis.Shared(t)
+		clock := strategy.ClockFunc(func() time.Time { return conformance.Epoch }) // one millisecond for every host
+		check := srv.Client(t)
+		run(t, func() redis.Scripter {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: goroutines})
+			t.Cleanup(func() { c.Close() })
+			return c
+		}, func(key string) int64 { return check.ZCard(ctx, key).Val() }, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+	})
+}
+
+func TestServerTime(t *testing.T) {
+	mr, rdb := miniClient(t)
+	st, err := slidinglog.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr.SetTime(conformance.Epoch)
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatal("first request denied")
+	}
+	mr.SetTime(conformance.Epoch.Add(999 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		t.Fatalf("at +999ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
+	}
+	mr.SetTime(conformance.Epoch.Add(time.Second))
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatalf("at +1s by the server's TIME: %+v, want allowed", r)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	check := func(t *testing.T, ttl time.Duration) {
+		if ttl <= 0 || ttl > time.Minute {
+			t.Fatalf("TTL = %v, want in (0, 1m]", ttl)
+		}
+	}
+	t.Run("miniredis", func(t *testing.T) {
+		mr, rdb := miniClient(t)
+		st, _ := slidinglog.New(rdb, strategy.PerMinute(5))
+		st.AllowN(ctx, "k", 1)
+		check(t, mr.TTL(st.Key("k")))
+		mr.FastForward(time.Minute)
+		if mr.Exists(st.Key("k")) {
+			t.Fatal("key still exists after its TTL")
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		rdb := realClient(t)
+		st, _ := slidinglog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
+		st.AllowN(ctx, "k", 1)
+		check(t, rdb.PTTL(ctx, st.Key("k")).Val())
+		if _, err := st.Peek(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
+			t.Fatal("key exists after Reset")
+		}
+	})
+}
+
+func TestPeekWritesNothing(t *testing.T) {
+	mr, rdb := miniClient(t)
+	st, _ := slidinglog.New(rdb, strategy.PerMinute(5))
+	if _, err := st.Peek(ctx, "never-seen"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("Peek of an unknown subject created keys %v", keys)
+	}
+}
+
+func TestKeyLayout(t *testing.T) {
+	_, rdb := miniClient(t)
+	st, _ := slidinglog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
+	for subject, want := range map[string]string{
+		"user:42":   "app:sl:{user:42}",
+		"{x}":       "app:sl:{%7Bx%7D}",
+		"a#1":       "app:sl:{a%231}",
+		"100%":      "app:sl:{100%25}",
+		"ключ":      "app:sl:{ключ}",
+		"nul\x00in": "app:sl:{nul\x00in}",
+	} {
+		if got := st.Key(subject); got != want {
+			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	_, rdb := miniClient(t)
+	for _, c := range []struct {
+		name  string
+		lim   strategy.Limit
+		opts  []strategy.Option
+		field string
+	}{
+		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
+		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
+		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
+		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
+		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
+		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := slidinglog.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
+			}
+			if _, err := slidinglog.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
+			}
+		})
+	}
+	if _, err := slidinglog.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
+		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
+	}
+}
+
+func TestLocalDropsIdleSubjects(t *testing.T) {
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := slidinglog.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
+	for i := 0; i < 1000; i++ {
+		st.AllowN(ctx, "subject-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune(i)), 1)
+	}
+	if n := st.Subjects(); n == 0 {
+		t.Fatal("no subjects stored after 1000 requests")
+	}
+	clock.Advance(3 * time.Second)
+	st.AllowN(ctx, "late", 1)
+	for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
+		st.Peek(ctx, string(rune(i)))
+	}
+	if n := st.Subjects(); n > 1 {
+		t.Fatalf("%d subjects still stored two windows after they went idle, want only the live one", n)
+	}
+}

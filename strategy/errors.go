@@ -1,0 +1,20 @@
+package strategy
+
+import "errors"
+
+// Errors returned by strategies. Each returned error wraps one of these and
+// names the offending field or value; test with errors.Is.
+var (
+	// ErrInvalidLimit: a Limit field is out of range.
+	ErrInvalidLimit = errors.New("ratelimit: invalid limit")
+	// ErrInvalidKey: a subject key is empty or too long.
+	ErrInvalidKey = errors.New("ratelimit: invalid key")
+	// ErrInvalidCost: a request's cost n is negative or too large.
+	ErrInvalidCost = errors.New("ratelimit: invalid cost")
+	// ErrInvalidOption: an option value is out of range.
+	ErrInvalidOption = errors.New("ratelimit: invalid option")
+	// ErrBackend: the backend (Redis) failed or answered something the
+	// strategy does not understand. The underlying error is wrapped too, so
+	// errors.Is(err, context.DeadlineExceeded) works.
+	ErrBackend = errors.New("ratelimit: backend error")
+)
