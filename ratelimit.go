@@ -73,6 +73,7 @@ func Algorithms() []Algorithm {
 // Config describes one limiter. The zero Config is invalid: Algorithm,
 // Limit and Window are required.
 type Config struct {
+	Name      string        // the policy's name, for telemetry and headers (e.g. "login"); optional
 	Algorithm Algorithm     // one of Algorithms()
 	Limit     int64         // units allowed per Window; >= 0
 	Window    time.Duration // > 0, whole milliseconds
@@ -90,7 +91,40 @@ func (c Config) limit() strategy.Limit {
 type Option func(*options)
 
 type options struct {
-	clock strategy.Clock
+	clock    strategy.Clock
+	observer Observer
+}
+
+// WithObserver makes the limiter report every decision to obs (telemetry,
+// logging). A nil obs is ignored.
+func WithObserver(obs Observer) Option {
+	return func(o *options) {
+		if obs != nil {
+			o.observer = obs
+		}
+	}
+}
+
+// Decision is what a Limiter reports to its Observer after each decision.
+// It holds no subject key: keys are unbounded in number and may be personal
+// data, so telemetry must never see them.
+type Decision struct {
+	Policy    string        // Config.Name
+	Algorithm Algorithm     // Config.Algorithm
+	Op        string        // "allow", "peek" or "reset"
+	N         int64         // the cost asked for (AllowN)
+	Result    Result        // the outcome; zero when Err is set
+	Err       error         // the error returned to the caller, if any
+	Start     time.Time     // when the decision started
+	Duration  time.Duration // how long it took
+}
+
+// Observer is told of every decision of a Limiter. Observe runs on the
+// caller's goroutine after the decision, with the caller's ctx, so it must
+// be quick and safe for concurrent use. Package ratelimitotel implements it
+// with OpenTelemetry.
+type Observer interface {
+	Observe(ctx context.Context, d Decision)
 }
 
 // WithClock makes the limiter use c instead of the Redis server's TIME. A nil
@@ -107,6 +141,7 @@ func WithClock(c strategy.Clock) Option {
 type Limiter struct {
 	cfg Config
 	st  strategy.Strategy
+	obs Observer
 }
 
 // New returns a Limiter for cfg that keeps its state in Redis through rdb (a
@@ -158,7 +193,7 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
-	return &Limiter{cfg: cfg, st: st}, nil
+	return &Limiter{cfg: cfg, st: st, obs: o.observer}, nil
 }
 
 // Config returns the configuration the Limiter enforces.
@@ -175,12 +210,29 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // AllowN decides whether key may spend n units now and records them only if
 // allowed. A denial is a Result with Allowed false, not an error.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
-	return l.st.AllowN(ctx, key, n)
+	if l.obs == nil {
+		return l.st.AllowN(ctx, key, n)
+	}
+	start := time.Now()
+	r, err := l.st.AllowN(ctx, key, n)
+	l.observe(ctx, "allow", n, r, err, start)
+	return r, err
+}
+
+func (l *Limiter) observe(ctx context.Context, op string, n int64, r Result, err error, start time.Time) {
+	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Algorithm, Op: op, N: n,
+		Result: r, Err: err, Start: start, Duration: time.Since(start)})
 }
 
 // Peek reports key's state now and consumes nothing.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	return l.st.Peek(ctx, key)
+	if l.obs == nil {
+		return l.st.Peek(ctx, key)
+	}
+	start := time.Now()
+	r, err := l.st.Peek(ctx, key)
+	l.observe(ctx, "peek", 0, r, err, start)
+	return r, err
 }
 
 // Reset forgets key.

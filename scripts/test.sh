@@ -27,8 +27,9 @@ if [ -n "$gofmt_out" ]; then
   echo "test.sh: gofmt would change: $gofmt_out" >&2
   exit 1
 fi
-go vet ./...
-go test -race -shuffle=on -count=1 ./...
-if [ -f benchmarks/go.mod ]; then
-  (cd benchmarks && go vet ./... && go test -race -count=1 ./...)
-fi
+# the root module, then each nested module (benchmarks/, ratelimitotel/ ...)
+for mod in $(git ls-files 'go.mod' '*/go.mod' 2>/dev/null || echo go.mod); do
+  dir=$(dirname "$mod")
+  echo "test.sh: module ./$dir"
+  (cd "$dir" && go vet ./... && go test -race -shuffle=on -count=1 ./...)
+done
