@@ -104,4 +104,3 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // ShardAware marks the Limiter as honouring the shard index that the
 // sharded wrapper passes. It does nothing.
 func (*Limiter) ShardAware() {}
-
