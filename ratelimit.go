@@ -80,6 +80,11 @@ type Config struct {
 	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
 	Shards    int           // > 1 spreads each subject over Shards keys; 0 or 1: no sharding
 	Prefix    string        // key namespace; default "rl:"
+
+	// When Redis fails (New only; see FailurePolicy and Breaker):
+	OnFailure  FailurePolicy // FailOpen (the default, ""), FailClosed or FailLocal
+	LocalShare float64       // FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1
+	Timeout    time.Duration // longest wait on Redis per call, <= MaxTimeout; 0 means DefaultTimeout; the caller's ctx deadline wins when sooner
 }
 
 // Limit returns the strategy.Limit of c.
@@ -93,6 +98,10 @@ type Option func(*options)
 type options struct {
 	clock    strategy.Clock
 	observer Observer
+
+	breaker   *Breaker // WithBreaker
+	denyCache int      // WithDenyCache: max subjects; 0 is off
+	err       error    // the first invalid option
 }
 
 // WithObserver makes the limiter report every decision to obs (telemetry,
@@ -117,6 +126,11 @@ type Decision struct {
 	Err       error         // the error returned to the caller, if any
 	Start     time.Time     // when the decision started
 	Duration  time.Duration // how long it took
+
+	Degraded bool         // the failure policy decided (Result.Degraded); Cause says why
+	Cause    error        // Degraded: the Redis failure, or ErrCircuitOpen (wrapped)
+	Cached   bool         // the denial cache decided, without a round trip (WithDenyCache)
+	Breaker  BreakerState // the circuit breaker's state after the decision (New only)
 }
 
 // Observer is told of every decision of a Limiter. Observe runs on the
@@ -139,9 +153,10 @@ func WithClock(c strategy.Clock) Option {
 
 // Limiter enforces one Config. It is safe for concurrent use.
 type Limiter struct {
-	cfg Config
-	st  strategy.Strategy
-	obs Observer
+	cfg  Config
+	st   strategy.Strategy
+	obs  Observer
+	fail *failure // New only: timeout, breaker, policy, denial cache
 }
 
 // New returns a Limiter for cfg that keeps its state in Redis through rdb (a
@@ -151,9 +166,16 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
 	}
-	return build(cfg, opts, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
+	l, err := build(cfg, opts, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
 		return a.newRedis(rdb, lim, so...)
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := l.setupFailure(opts); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // NewLocal returns a Limiter for cfg whose state lives in this process only:
@@ -185,6 +207,9 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 	if err := cfg.limit().Validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
+	if err := checkFailure(cfg, &o); err != nil {
+		return nil, err
+	}
 	so := []strategy.Option{strategy.WithClock(o.clock)}
 	if cfg.Prefix != "" {
 		so = append(so, strategy.WithPrefix(cfg.Prefix))
@@ -208,34 +233,24 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 }
 
 // AllowN decides whether key may spend n units now and records them only if
-// allowed. A denial is a Result with Allowed false, not an error.
+// allowed. A denial is a Result with Allowed false, not an error. On a
+// Limiter built by New, the error is non-nil only for invalid input (an
+// empty or too long key, n < 0 or too large): when Redis fails or is too
+// slow, the failure policy decides and the Result has Degraded set (see
+// FailurePolicy, Config.Timeout, Breaker, WithDenyCache).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
-	if l.obs == nil {
-		return l.st.AllowN(ctx, key, n)
-	}
-	start := time.Now()
-	r, err := l.st.AllowN(ctx, key, n)
-	l.observe(ctx, "allow", n, r, err, start)
-	return r, err
+	return l.decide(ctx, opAllow, key, n)
 }
 
-func (l *Limiter) observe(ctx context.Context, op string, n int64, r Result, err error, start time.Time) {
-	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Algorithm, Op: op, N: n,
-		Result: r, Err: err, Start: start, Duration: time.Since(start)})
-}
-
-// Peek reports key's state now and consumes nothing.
+// Peek reports key's state now and consumes nothing. Failures are handled
+// as in AllowN.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	if l.obs == nil {
-		return l.st.Peek(ctx, key)
-	}
-	start := time.Now()
-	r, err := l.st.Peek(ctx, key)
-	l.observe(ctx, "peek", 0, r, err, start)
-	return r, err
+	return l.decide(ctx, opPeek, key, 0)
 }
 
-// Reset forgets key.
+// Reset forgets key, in Redis and in this process (denial cache, FailLocal
+// twin). Unlike a decision it has no failure policy: when Redis fails, or
+// the breaker is open, it returns an error wrapping strategy.ErrBackend.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	return l.st.Reset(ctx, key)
+	return l.reset(ctx, key)
 }

@@ -90,6 +90,10 @@ type Result struct {
 	RetryAfter time.Duration
 	// ResetAfter is the time until the subject is back to full capacity.
 	ResetAfter time.Duration
+	// Degraded reports that the backend did not make this decision: Redis
+	// failed or was not called, and the limiter's failure policy decided
+	// (see ratelimit.FailurePolicy). Strategies never set it.
+	Degraded bool
 }
 
 // Strategy is a rate-limiting algorithm. Implementations are safe for
