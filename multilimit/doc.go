@@ -1,0 +1,59 @@
+// Package multilimit enforces several limits on one subject at once, all or
+// nothing: e.g. 10 requests a second AND 1000 an hour. One script checks
+// every limit first and records the request's units under every limit only
+// when every limit allows them, so a denied request consumes nothing from
+// any limit. (Checking two independent limiters one after the other eats
+// the first limit's units when the second denies.)
+//
+//	lim, err := multilimit.New(rdb, []multilimit.Rule{
+//		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(10)},
+//		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(1000)},
+//	})
+//
+// A Limiter implements strategy.Strategy, so it drops in wherever one
+// algorithm does. Its Result is the most restrictive of the rules: the
+// smallest Remaining and the Limit of the rule that has it, the largest
+// RetryAfter of the rules that deny, the largest ResetAfter (see Combine).
+// AllowNEach also returns each rule's own Result, e.g. for one RateLimit
+// header per policy.
+//
+// # Algorithms
+//
+// A rule is a sliding log (exact: a sorted set of every unit in the window,
+// as package slidinglog) or a fixed window (a count per window aligned to
+// multiples of Window since the Unix epoch), in any mix. These two cover the usual pairing of a short exact rate with a long
+// cheap quota: a sliding log stores one entry per unit in its window, which
+// is right for 10/s and wasteful for 1000/h, while a fixed window stores two
+// integers whatever the limit, and an hourly or daily quota is usually meant
+// to reset at the top of the window anyway. Both have an exact RetryAfter,
+// so the combined RetryAfter (the largest over the rules that deny) is exact
+// too: waiting it lets the same request pass if nothing else is recorded.
+// The approximated sliding counter (its RetryAfter is an estimate) and the
+// token bucket and GCRA (their capacity is a Burst refilled continuously,
+// not a count per window) are not offered: combining them would make the
+// combined Remaining and RetryAfter estimates; use a separate limiter for
+// them. Limit.Burst is ignored.
+//
+// Two rules may not share both algorithm and window (the smaller limit alone
+// would do); at most MaxRules rules.
+//
+// # Keys and Redis Cluster
+//
+// Each rule keeps its own key, <prefix>ml:<sl|fw>:<window ms>:{<subject>},
+// e.g. rl:ml:sl:1000:{user:42} and rl:ml:fw:3600000:{user:42}. Every key of
+// a subject carries the subject as its hash tag, so one script can touch all
+// of them on Redis Cluster. A key depends on the rule's algorithm and
+// window, not on its position or limit: reordering rules or changing a limit
+// keeps the subjects' state. A sliding log key is a sorted set with one
+// small-integer member per unit in the window; a fixed window key is a hash
+// {s: window start ms, c: units}. Every key expires once its state no longer
+// matters.
+//
+// # Time and versions
+//
+// The Redis server's TIME by default, read once per decision so every rule
+// sees the same instant; strategy.WithClock selects a client clock. Needs
+// Redis 4 or later (HSET with several fields), Redis Cluster included.
+//
+// NewLocal is the in-process twin: the same decisions for the same clock.
+package multilimit

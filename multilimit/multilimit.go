@@ -1,0 +1,234 @@
+package multilimit
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Algorithm names the algorithm of one Rule. The names are those of the
+// facade's algorithms.
+type Algorithm string
+
+// The algorithms a Rule can use.
+const (
+	// SlidingLog is the exact sliding window (package slidinglog): a
+	// sorted set of every unit in the window. Memory grows with the limit.
+	SlidingLog Algorithm = "sliding_log"
+	// FixedWindow counts the units of the current window, aligned to
+	// multiples of Window since the Unix epoch: one small hash per subject,
+	// whatever the limit.
+	FixedWindow Algorithm = "fixed_window"
+)
+
+// MaxRules is the largest number of rules one Limiter checks.
+const MaxRules = 16
+
+// Tag is the first part of every key's algorithm tag:
+// <prefix>ml:<sl|fw>:<window ms>:{<subject>}.
+const Tag = "ml"
+
+// Rule is one limit of a Limiter: Limit.Limit units per Limit.Window, kept
+// by Algorithm. Limit.Burst is ignored.
+type Rule struct {
+	Algorithm Algorithm
+	Limit     strategy.Limit
+}
+
+// String returns the rule as "sliding_log 10/1s".
+func (r Rule) String() string { return fmt.Sprintf("%s %s", r.Algorithm, r.Limit) }
+
+const (
+	kindSlidingLog  = 1
+	kindFixedWindow = 2
+)
+
+// rule is a validated Rule with what the script and the twin need.
+type rule struct {
+	Rule
+	kind     int
+	tag      string
+	limit    int64
+	windowMs int64
+	mod      int64 // sliding log member modulus; 0 for a fixed window
+}
+
+//go:embed multilimit.lua
+var scriptSrc string
+
+var script = redis.NewScript(scriptSrc)
+
+// Limiter enforces several limits on each subject at once, in one script run
+// on Redis. It is safe for concurrent use.
+type Limiter struct {
+	rdb   redis.Scripter
+	rules []rule
+	opts  strategy.Options
+	args  []any // the per-rule script arguments, after n and now
+}
+
+var _ strategy.Strategy = (*Limiter)(nil)
+
+// New returns a Limiter that enforces every rule on each subject, keeping
+// its state in Redis through rdb (a *redis.Client, *redis.ClusterClient or
+// *redis.Ring). It fails, naming the rule and field, when a rule or an
+// option is invalid, when rules is empty or longer than MaxRules, or when
+// two rules have the same algorithm and window (the smaller limit alone
+// would do).
+func New(rdb redis.Scripter, rules []Rule, opts ...strategy.Option) (*Limiter, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: multilimit: redis client is nil", strategy.ErrInvalidOption)
+	}
+	rs, o, err := setup(rules, opts)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, 4*len(rs))
+	for _, r := range rs {
+		args = append(args, r.kind, r.limit, r.windowMs, r.mod)
+	}
+	return &Limiter{rdb: rdb, rules: rs, opts: o, args: args}, nil
+}
+
+func setup(rules []Rule, opts []strategy.Option) ([]rule, strategy.Options, error) {
+	o := strategy.Apply(opts)
+	if o.Err != nil {
+		return nil, o, fmt.Errorf("multilimit: %w", o.Err)
+	}
+	switch {
+	case len(rules) == 0:
+		return nil, o, fmt.Errorf("%w: multilimit: rules must not be empty", strategy.ErrInvalidLimit)
+	case len(rules) > MaxRules:
+		return nil, o, fmt.Errorf("%w: multilimit: at most %d rules, got %d", strategy.ErrInvalidLimit, MaxRules, len(rules))
+	}
+	rs := make([]rule, len(rules))
+	seen := make(map[string]int, len(rules))
+	for i, r := range rules {
+		if err := r.Limit.Validate(); err != nil {
+			return nil, o, fmt.Errorf("multilimit: rules[%d]: %w", i, err)
+		}
+		w := r.Limit.Window.Milliseconds()
+		x := rule{Rule: r, limit: r.Limit.Limit, windowMs: w}
+		switch r.Algorithm {
+		case SlidingLog:
+			x.kind, x.tag, x.mod = kindSlidingLog, "sl", max(128, 2*r.Limit.Limit)
+		case FixedWindow:
+			x.kind, x.tag = kindFixedWindow, "fw"
+		default:
+			return nil, o, fmt.Errorf("%w: multilimit: rules[%d]: Algorithm must be %q or %q, got %q",
+				strategy.ErrInvalidOption, i, SlidingLog, FixedWindow, r.Algorithm)
+		}
+		x.tag = Tag + ":" + x.tag + ":" + strconv.FormatInt(w, 10)
+		if j, dup := seen[x.tag]; dup {
+			return nil, o, fmt.Errorf("%w: multilimit: rules[%d] (%s) has the algorithm and window of rules[%d] (%s): keep the smaller limit only",
+				strategy.ErrInvalidLimit, i, r, j, rules[j])
+		}
+		seen[x.tag] = i
+		rs[i] = x
+	}
+	return rs, o, nil
+}
+
+// Rules returns the rules the Limiter enforces, in the order given to New.
+func (l *Limiter) Rules() []Rule { return publicRules(l.rules) }
+
+func publicRules(rs []rule) []Rule {
+	out := make([]Rule, len(rs))
+	for i, r := range rs {
+		out[i] = r.Rule
+	}
+	return out
+}
+
+// Keys returns the Redis keys that hold subject's state, one per rule in
+// rule order. They share the subject's hash tag, so they live in one Redis
+// Cluster slot.
+func (l *Limiter) Keys(subject string) []string {
+	keys := make([]string, len(l.rules))
+	for i, r := range l.rules {
+		keys[i] = strategy.KeyFor(l.opts.Prefix, r.tag, subject, strategy.NoShard)
+	}
+	return keys
+}
+
+// AllowN records n units for key under every rule if every rule allows them,
+// and under none otherwise, in one script run. The Result is the most
+// restrictive of the rules: see Combine.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	r, _, err := l.AllowNEach(ctx, key, n)
+	return r, err
+}
+
+// AllowNEach is AllowN that also returns each rule's Result, in rule order:
+// what the rule reports after the decision (Allowed says whether that rule
+// alone would have allowed the request).
+func (l *Limiter) AllowNEach(ctx context.Context, key string, n int64) (strategy.Result, []strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, nil, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, nil, err
+	}
+	args := make([]any, 0, 2+len(l.args))
+	args = append(args, n, redisx.NowArg(l.opts.Clock))
+	args = append(args, l.args...)
+	v, err := redisx.Run(ctx, l.rdb, script, l.Keys(key), 1+3*len(l.rules), args...)
+	if err != nil {
+		return strategy.Result{}, nil, err
+	}
+	each := make([]strategy.Result, len(l.rules))
+	for i, r := range l.rules {
+		rem, retry, reset := v[1+3*i], v[2+3*i], v[3+3*i]
+		each[i] = redisx.ResultOf(retry == 0, r.limit, rem, retry, reset)
+	}
+	return Combine(v[0] == 1, each), each, nil
+}
+
+// Peek reports key's state now under every rule, combined as by AllowN,
+// without recording anything or writing to Redis.
+func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.AllowN(ctx, key, 0)
+}
+
+// Reset deletes key's state under every rule.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if err := strategy.ValidateKey(key); err != nil {
+		return err
+	}
+	return redisx.Del(ctx, l.rdb, l.Keys(key)...)
+}
+
+// Combine returns the Result of a multi-limit decision from each rule's
+// Result: Allowed as given (every rule allowed and, unless a peek, the units
+// were recorded under every rule); Remaining the smallest Remaining, and
+// Limit the capacity of the rule that has it (on a tie, the smaller
+// capacity, then the earlier rule); RetryAfter the largest RetryAfter of the
+// rules that deny, strategy.Never if any of them can never pass, 0 when
+// allowed; ResetAfter the largest ResetAfter, when every rule is back to
+// full capacity. each must not be empty.
+func Combine(allowed bool, each []strategy.Result) strategy.Result {
+	out := strategy.Result{Allowed: allowed, Limit: each[0].Limit, Remaining: each[0].Remaining}
+	for i, r := range each {
+		if i > 0 && (r.Remaining < out.Remaining || r.Remaining == out.Remaining && r.Limit < out.Limit) {
+			out.Limit, out.Remaining = r.Limit, r.Remaining
+		}
+		out.ResetAfter = max(out.ResetAfter, r.ResetAfter)
+		if !allowed && out.RetryAfter != strategy.Never {
+			if r.RetryAfter == strategy.Never {
+				out.RetryAfter = strategy.Never
+			} else {
+				out.RetryAfter = max(out.RetryAfter, r.RetryAfter)
+			}
+		}
+	}
+	return out
+}
+
+// windowStart is the start (ms) of the fixed window that holds now.
+func windowStart(now, windowMs int64) int64 { return now - now%windowMs }
