@@ -225,7 +225,8 @@ func Prefix(t testing.TB) string {
 	return "test:" + strings.NewReplacer("{", "(", "}", ")").Replace(t.Name()) + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 }
 
-// Main runs the tests and stops the shared server afterwards. Use it as
+// Main runs the tests and stops the shared server and the shared cluster
+// afterwards. Use it as
 //
 //	func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 func Main(m *testing.M) int {
@@ -235,5 +236,6 @@ func Main(m *testing.M) int {
 		shared.Close()
 	}
 	sharedMu.Unlock()
+	closeSharedCluster()
 	return code
 }

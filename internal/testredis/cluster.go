@@ -1,0 +1,234 @@
+package testredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterMasters is the number of masters StartClusterProcess starts.
+const ClusterMasters = 3
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// Cluster is a Redis Cluster of ClusterMasters cluster-enabled redis-server
+// processes on loopback ports, each master owning an equal range of slots,
+// with no replicas. Start one with StartCluster, SharedCluster or
+// StartClusterProcess.
+type Cluster struct {
+	// Nodes are the masters; Nodes[i] owns Slots[i].
+	Nodes []*Server
+	// Slots are the slot ranges of the masters, [first, last] inclusive.
+	Slots [][2]int
+}
+
+// Addrs returns the masters' addresses, to seed a ClusterClient.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// NewClient returns a cluster client of c; the caller closes it.
+func (c *Cluster) NewClient() *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+}
+
+// Client returns a cluster client of c closed when t ends.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	cc := c.NewClient()
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// NodeOf returns the index in c.Nodes of the master that owns slot.
+func (c *Cluster) NodeOf(slot int) int {
+	for i, r := range c.Slots {
+		if slot >= r[0] && slot <= r[1] {
+			return i
+		}
+	}
+	return -1
+}
+
+// Close stops every node and removes their directories.
+func (c *Cluster) Close() {
+	for _, n := range c.Nodes {
+		n.Close()
+	}
+}
+
+// StartClusterProcess starts ClusterMasters cluster-enabled redis-server
+// processes, each with its own directory and cluster config file, gives
+// each an equal range of slots and a distinct config epoch, makes them meet,
+// and waits until every node reports cluster_state:ok and all nodes agree
+// on who owns which slots. The caller must Close it. It takes a second or
+// two, most of it gossip.
+func StartClusterProcess() (*Cluster, error) {
+	c := &Cluster{}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	for i := 0; i < ClusterMasters; i++ {
+		// The config file name is relative to the node's own --dir.
+		s, err := StartProcess("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "yes")
+		if err != nil {
+			return nil, fmt.Errorf("start cluster node %d: %w", i, err)
+		}
+		c.Nodes = append(c.Nodes, s)
+		first := i * clusterSlots / ClusterMasters
+		last := (i+1)*clusterSlots/ClusterMasters - 1
+		c.Slots = append(c.Slots, [2]int{first, last})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clients := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	for i, cl := range clients {
+		// Distinct epochs spare the nodes the collision-resolution round
+		// (redis-cli --cluster create does the same).
+		if err := cl.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return nil, fmt.Errorf("cluster node %s: CLUSTER SET-CONFIG-EPOCH: %w", c.Nodes[i].Addr, err)
+		}
+		if err := cl.ClusterAddSlotsRange(ctx, c.Slots[i][0], c.Slots[i][1]).Err(); err != nil {
+			return nil, fmt.Errorf("cluster node %s: CLUSTER ADDSLOTSRANGE: %w", c.Nodes[i].Addr, err)
+		}
+	}
+	for i, cl := range clients {
+		for j, n := range c.Nodes {
+			if i != j {
+				if err := cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(n.Port)).Err(); err != nil {
+					return nil, fmt.Errorf("cluster node %s: CLUSTER MEET %s: %w", c.Nodes[i].Addr, n.Addr, err)
+				}
+			}
+		}
+	}
+	if err := c.waitReady(ctx, clients); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// waitReady polls every node until it reports cluster_state:ok, knows all
+// nodes and maps every slot range to the expected master.
+func (c *Cluster) waitReady(ctx context.Context, clients []*redis.Client) error {
+	ids := make([]string, len(clients))
+	for i, cl := range clients {
+		id, err := cl.Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			return fmt.Errorf("cluster node %s: CLUSTER MYID: %w", c.Nodes[i].Addr, err)
+		}
+		ids[i] = id
+	}
+	var last error
+	for {
+		last = nil
+		for i, cl := range clients {
+			if err := c.nodeReady(ctx, cl, ids); err != nil {
+				last = fmt.Errorf("cluster node %s: %w", c.Nodes[i].Addr, err)
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redis cluster not ready: %w (last: %v)", ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) nodeReady(ctx context.Context, cl *redis.Client, ids []string) error {
+	info, err := cl.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:" + strconv.Itoa(clusterSlots),
+		"cluster_known_nodes:" + strconv.Itoa(len(ids))} {
+		if !strings.Contains(info, want+"\r\n") && !strings.HasSuffix(strings.TrimSpace(info), want) {
+			return fmt.Errorf("CLUSTER INFO lacks %s", want)
+		}
+	}
+	slots, err := cl.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if len(slots) != len(ids) {
+		return fmt.Errorf("CLUSTER SLOTS has %d ranges, want %d", len(slots), len(ids))
+	}
+	for _, s := range slots {
+		i := slices.IndexFunc(c.Slots, func(r [2]int) bool { return r[0] == s.Start && r[1] == s.End })
+		if i < 0 || len(s.Nodes) == 0 || s.Nodes[0].ID != ids[i] {
+			return fmt.Errorf("CLUSTER SLOTS range %d-%d not yet owned as assigned", s.Start, s.End)
+		}
+	}
+	return nil
+}
+
+// StartCluster starts a cluster for the test t and stops it when t ends.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := StartClusterProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+var (
+	sharedClusterMu  sync.Mutex
+	sharedCluster    *Cluster
+	sharedClusterErr error
+)
+
+// SharedCluster returns one cluster shared by the tests of this test binary,
+// started on first use. The test binary must call Main from TestMain so it
+// is stopped at exit. Tests sharing it must use keys of their own (see
+// Prefix), never FLUSHALL.
+func SharedCluster(t testing.TB) *Cluster {
+	t.Helper()
+	sharedClusterMu.Lock()
+	defer sharedClusterMu.Unlock()
+	if sharedCluster == nil && sharedClusterErr == nil {
+		sharedCluster, sharedClusterErr = StartClusterProcess()
+	}
+	if sharedClusterErr != nil {
+		t.Fatal(sharedClusterErr)
+	}
+	return sharedCluster
+}
+
+// closeSharedCluster stops the shared cluster, if one was started; Main
+// calls it.
+func closeSharedCluster() {
+	sharedClusterMu.Lock()
+	defer sharedClusterMu.Unlock()
+	if sharedCluster != nil {
+		sharedCluster.Close()
+		sharedCluster = nil
+	}
+	sharedClusterErr = errors.New("testredis: shared cluster already closed")
+}

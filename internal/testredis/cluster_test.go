@@ -1,0 +1,50 @@
+package testredis
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestCluster starts a cluster, writes keys through a cluster client and
+// checks they land on every master, as the slot map says.
+func TestCluster(t *testing.T) {
+	start := time.Now()
+	c := StartCluster(t)
+	t.Logf("cluster of %d masters ready in %v", len(c.Nodes), time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	cc := c.Client(t)
+	seen := map[int]bool{}
+	for i := 0; i < 30; i++ {
+		key := "k" + strconv.Itoa(i)
+		if err := cc.Set(ctx, key, i, time.Minute).Err(); err != nil {
+			t.Fatalf("SET %s: %v", key, err)
+		}
+		slot, err := cc.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := c.NodeOf(int(slot))
+		if n < 0 {
+			t.Fatalf("slot %d of %s has no master", slot, key)
+		}
+		seen[n] = true
+		// the key is on that master's process, read directly
+		direct := c.Nodes[n].Client(t)
+		if got, err := direct.Get(ctx, key).Int(); err != nil || got != i {
+			t.Fatalf("GET %s on node %d = %d, %v; want %d", key, n, got, err, i)
+		}
+	}
+	if len(seen) != ClusterMasters {
+		t.Fatalf("30 keys landed on %d masters, want %d", len(seen), ClusterMasters)
+	}
+	c.Close()
+	for _, n := range c.Nodes {
+		if conn, err := net.DialTimeout("tcp", n.Addr, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("node %s still accepts connections after Close", n.Addr)
+		}
+	}
+}
