@@ -1,0 +1,128 @@
+package tokenbucket
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/localstore"
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject costs a small fixed amount (two int64 and the map entry) and is
+// dropped once its bucket is full again.
+type Local struct {
+	lim   strategy.Limit
+	clock strategy.Clock
+	sc    scale
+	store *localstore.Store[bucket]
+}
+
+var (
+	_ strategy.Strategy = (*Local)(nil)
+	_ keys.ShardAware   = (*Local)(nil)
+)
+
+// bucket is a subject's state. The zero bucket is full.
+type bucket struct {
+	deficit int64 // full - tokens, in scaled units
+	last    int64 // the last refill, Unix ms; meaningless when deficit is 0
+}
+
+// NewLocal returns the in-process twin of New. Of the options, only
+// WithClock matters; the default clock is time.Now.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	o, sc, err := setup(lim, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := o.Clock
+	if c == nil {
+		c = strategy.ClockFunc(time.Now)
+	}
+	return &Local{lim: lim, clock: c, sc: sc, store: localstore.New[bucket](lim.Window.Milliseconds())}, nil
+}
+
+// Limit returns the limit the strategy enforces.
+func (l *Local) Limit() strategy.Limit { return l.lim }
+
+// AllowN takes n tokens from key's bucket if it holds at least n.
+func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, err
+	}
+	if l.sc.denyAll() {
+		return denyAll(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	now := l.clock.Now().UnixMilli()
+	var res strategy.Result
+	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(b *bucket) int64 {
+		res = l.sc.decide(b, now, n)
+		return now + ceilDiv(b.deficit, l.sc.lp)
+	})
+	return res, nil
+}
+
+// decide is the script's decision, on b at now, for n units (0: peek).
+func (s scale) decide(b *bucket, now, n int64) strategy.Result {
+	if now > b.last {
+		if e := now - b.last; e >= ceilDiv(b.deficit, s.lp) {
+			b.deficit = 0
+		} else {
+			b.deficit -= e * s.lp
+		}
+		b.last = now
+	}
+	if b.deficit <= 0 {
+		b.deficit, b.last = 0, now
+	}
+	tokens := s.full - b.deficit
+	want := max(n, 1)
+	remaining := tokens / s.wp
+	reset := ceilDiv(b.deficit, s.lp)
+	switch need := want * s.wp; {
+	case want > s.capacity:
+		return redisx.ResultOf(false, s.capacity, remaining, -1, reset)
+	case need > tokens:
+		return redisx.ResultOf(false, s.capacity, remaining, ceilDiv(need-tokens, s.lp), reset)
+	case n == 0:
+		return redisx.ResultOf(true, s.capacity, remaining, 0, reset)
+	default:
+		b.deficit += need
+		return redisx.ResultOf(true, s.capacity, (tokens-need)/s.wp, 0, ceilDiv(b.deficit, s.lp))
+	}
+}
+
+// ceilDiv is ⌈a/b⌉ for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// Peek reports key's bucket now without taking anything.
+func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.AllowN(ctx, key, 0)
+}
+
+// Reset forgets key: the subject starts again with a full bucket.
+func (l *Local) Reset(ctx context.Context, key string) error {
+	if err := strategy.ValidateKey(key); err != nil {
+		return err
+	}
+	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
+	return nil
+}
+
+// ShardAware marks the Local as honouring the shard index that the sharded
+// wrapper passes. It does nothing.
+func (*Local) ShardAware() {}
+
+// Subjects returns how many subjects the twin holds state for.
+func (l *Local) Subjects() int { return l.store.Len() }
