@@ -22,17 +22,17 @@ import (
 // At most max subjects are held. A full stripe first drops expired entries,
 // then an arbitrary one: forgetting a denial only costs a round trip.
 type denyCache struct {
-	now       func() int64 // ns, monotonic unless a client clock is set
-	seed      maphash.Seed
-	perStripe int
-	gen       atomic.Uint64 // bumped by every Reset; puts begun before one are dropped
-	stripes   []denyStripe
+	now     func() int64 // ns, monotonic unless a client clock is set
+	seed    maphash.Seed
+	gen     atomic.Uint64 // bumped by every Reset; puts begun before one are dropped
+	stripes []denyStripe
 }
 
 type denyStripe struct {
-	mu sync.Mutex
-	m  map[string]denial
-	_  [40]byte // keep stripes on separate cache lines
+	mu  sync.Mutex
+	m   map[string]denial
+	max int      // entries this stripe may hold; the stripes' sum is the cache's
+	_   [32]byte // keep stripes on separate cache lines
 }
 
 type denial struct {
@@ -51,9 +51,13 @@ func newDenyCache(max int, clock strategy.Clock) *denyCache {
 	for n > 1 && n > max {
 		n /= 2
 	}
-	c := &denyCache{seed: maphash.MakeSeed(), perStripe: (max + n - 1) / n, stripes: make([]denyStripe, n)}
+	c := &denyCache{seed: maphash.MakeSeed(), stripes: make([]denyStripe, n)}
 	for i := range c.stripes {
 		c.stripes[i].m = make(map[string]denial)
+		c.stripes[i].max = max / n
+		if i < max%n {
+			c.stripes[i].max++
+		}
 	}
 	if clock != nil {
 		c.now = func() int64 { return clock.Now().UnixNano() }
@@ -86,6 +90,9 @@ func (c *denyCache) lookup(key string, n int64) (Result, bool) {
 	s.mu.Unlock()
 	if n < e.cost {
 		return Result{}, false
+	}
+	if n > e.limit { // beyond the capacity: Redis would say never
+		return Result{Limit: e.limit, Remaining: e.remaining, RetryAfter: strategy.Never}, true
 	}
 	retry := ceilMs(time.Duration(e.retryAt - now))
 	return Result{
@@ -123,14 +130,14 @@ func (c *denyCache) put(key string, n int64, r Result, gen uint64, start int64) 
 	if c.gen.Load() != gen { // a Reset ran meanwhile: the denial may predate it
 		return
 	}
-	if _, ok := s.m[key]; !ok && len(s.m) >= c.perStripe {
+	if _, ok := s.m[key]; !ok && len(s.m) >= s.max {
 		now := c.now()
 		for k, old := range s.m {
 			if old.until <= now {
 				delete(s.m, k)
 			}
 		}
-		if len(s.m) >= c.perStripe {
+		if len(s.m) >= s.max {
 			for k := range s.m {
 				delete(s.m, k)
 				break

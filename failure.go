@@ -47,10 +47,14 @@ const (
 )
 
 // DefaultTimeout is the longest a decision waits on Redis when
-// Config.Timeout is 0: generous for a round trip to a healthy Redis (well
-// under a millisecond on a LAN, a few under load), short enough that a hung
-// Redis adds little latency before the breaker opens.
-const DefaultTimeout = 100 * time.Millisecond
+// Config.Timeout is 0. A healthy Redis answers in well under a millisecond
+// on a LAN, but a decision may have to dial (and TLS-handshake) a new
+// connection, or meet a GC pause on either side; a decision that runs out
+// of time is made by the failure policy, so the default leaves room for
+// those. It is also what a hung Redis adds to the few requests that find the
+// breaker closed or probing; services with a tight latency budget set a
+// shorter Timeout.
+const DefaultTimeout = 250 * time.Millisecond
 
 // MaxTimeout is the longest Config.Timeout accepted.
 const MaxTimeout = time.Minute
@@ -83,7 +87,8 @@ func WithBreaker(b *Breaker) Option {
 // this Limiter clears its entry): then for at most r. It costs about 100
 // bytes per subject plus the key. Its clock is the limiter's client clock
 // (WithClock) when set, the monotonic clock otherwise. maxSubjects must be
-// > 0.
+// > 0. It is not used when Config.Shards > 1: a sharded subject denied on
+// the shards one request tried may still have room on the others.
 func WithDenyCache(maxSubjects int) Option {
 	return func(o *options) {
 		if maxSubjects <= 0 && o.err == nil {
@@ -166,7 +171,9 @@ func (l *Limiter) setupFailure(opts []Option) error {
 			return fmt.Errorf("ratelimit: %w", err)
 		}
 	}
-	if o.denyCache > 0 {
+	// A sharded denial says that the shards tried are full, not that the
+	// next request, which may land on another shard, would be denied.
+	if o.denyCache > 0 && l.cfg.Shards <= 1 {
 		f.deny = newDenyCache(o.denyCache, o.clock)
 	}
 	l.fail = f

@@ -1,0 +1,10 @@
+package ratelimit
+
+// DenyCacheLen returns how many subjects l's denial cache holds, or -1 when
+// it has none.
+func DenyCacheLen(l *Limiter) int {
+	if l.fail == nil || l.fail.deny == nil {
+		return -1
+	}
+	return l.fail.deny.len()
+}
