@@ -1,0 +1,426 @@
+package ratelimit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Policies names the limiters of a service, one per endpoint or kind of
+// request: "login" -> sliding_log 5/1m, "search" -> token_bucket 100/1s
+// burst 200. Swapping an endpoint's algorithm is a change to its Config.
+//
+// A policy name is 1 to 64 ASCII letters, digits, '_', '-' or '.', so that it
+// can appear as is in Redis keys, HTTP headers and metric attributes. Each
+// Config's Name must be empty or equal to its policy name; NewSet sets it.
+//
+// In JSON (see ParsePolicies) Policies is an object of policy names to
+// objects with the fields of Config in lowercase: "algorithm", "limit" and
+// "window" (required), "burst", "shards", "prefix", "on_failure" ("open",
+// "closed" or "local"), "local_share" and "timeout". Durations are Go
+// duration strings such as "1m", "1h30m" or "250ms":
+//
+//	{
+//	  "login":  {"algorithm": "sliding_log", "limit": 5, "window": "1m", "on_failure": "closed"},
+//	  "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200},
+//	  "upload": {"algorithm": "sliding_counter", "limit": 1000, "window": "1h"}
+//	}
+type Policies map[string]Config
+
+// PolicyError reports an invalid policy: which one, and what is wrong with
+// it. It wraps the underlying error (strategy.ErrInvalidLimit,
+// strategy.ErrInvalidOption ...), so errors.Is works.
+type PolicyError struct {
+	Policy string // the policy's name
+	Field  string // the JSON field at fault ("window"), or "" when the message names it
+	Err    error
+}
+
+// Error returns e.g. `ratelimit: policy "login": field "window": invalid
+// limit: want a duration string like "1m" or "1h30m", got 60`.
+func (e *PolicyError) Error() string {
+	// The wrapped messages come from several layers, each with its prefix.
+	msg := strings.ReplaceAll(e.Err.Error(), "ratelimit: ", "")
+	switch {
+	case e.Field != "":
+		return fmt.Sprintf("ratelimit: policy %q: field %q: %s", e.Policy, e.Field, msg)
+	}
+	return fmt.Sprintf("ratelimit: policy %q: %s", e.Policy, msg)
+}
+
+// Unwrap returns the underlying error.
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+const maxPolicyName = 64
+
+// validPolicyName reports whether name is 1 to maxPolicyName bytes of
+// [A-Za-z0-9_.-].
+func validPolicyName(name string) error {
+	if name == "" || len(name) > maxPolicyName {
+		return fmt.Errorf("%w: a policy name must be 1 to %d bytes, got %d", strategy.ErrInvalidOption, maxPolicyName, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("%w: a policy name may hold only ASCII letters, digits, '_', '-' and '.', got %q", strategy.ErrInvalidOption, name)
+		}
+	}
+	return nil
+}
+
+// Names returns the policy names, sorted.
+func (p Policies) Names() []string {
+	names := make([]string, 0, len(p))
+	for n := range p {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// scoped returns the Config a Set builds for policy name: Name set, and the
+// key namespace Prefix (default strategy.DefaultPrefix) + name + ":".
+func scoped(name string, c Config) (Config, error) {
+	if err := validPolicyName(name); err != nil {
+		return c, &PolicyError{Policy: name, Err: err}
+	}
+	if c.Name != "" && c.Name != name {
+		return c, &PolicyError{Policy: name, Err: fmt.Errorf("%w: Name must be empty or %q, got %q", strategy.ErrInvalidOption, name, c.Name)}
+	}
+	c.Name = name
+	base := c.Prefix
+	if base == "" {
+		base = strategy.DefaultPrefix
+	}
+	c.Prefix = base + name + ":"
+	return c, nil
+}
+
+// Validate reports the first invalid policy, in name order, as a
+// *PolicyError: a bad name, or a Config that New would refuse.
+func (p Policies) Validate() error {
+	_, err := p.scopedAll()
+	if err != nil {
+		return err
+	}
+	for _, name := range p.Names() {
+		c, _ := scoped(name, p[name])
+		// NewLocal checks exactly what New checks, and holds no resources.
+		if _, err := NewLocal(c); err != nil {
+			return &PolicyError{Policy: name, Err: err}
+		}
+	}
+	return nil
+}
+
+// scopedAll returns the scoped Configs in name order and checks that no two
+// policies share a key namespace (possible only with per-policy prefixes,
+// e.g. "rl:a" + "b" and "rl:" + "ab").
+func (p Policies) scopedAll() ([]Config, error) {
+	out := make([]Config, 0, len(p))
+	seen := make(map[string]string, len(p))
+	for _, name := range p.Names() {
+		c, err := scoped(name, p[name])
+		if err != nil {
+			return nil, err
+		}
+		if other, ok := seen[c.Prefix]; ok {
+			return nil, &PolicyError{Policy: name, Field: "prefix",
+				Err: fmt.Errorf("%w: key namespace %q is also policy %q's", strategy.ErrInvalidOption, c.Prefix, other)}
+		}
+		seen[c.Prefix] = name
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Set holds one Limiter per policy. It is safe for concurrent use.
+type Set struct {
+	limiters map[string]*Limiter
+	names    []string
+}
+
+// NewSet builds a Limiter on Redis (through rdb, as New) for every policy.
+// Each Limiter's Config has Name set to its policy's name and its own key
+// namespace, Prefix + name + ":" (Prefix defaults to "rl:"), so two policies
+// never share keys and policy "login" keeps its keys under "rl:login:". opts
+// apply to every Limiter. It fails with a *PolicyError naming the policy
+// and the field when one is invalid.
+func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
+	}
+	return newSet(p, func(c Config) (*Limiter, error) { return New(rdb, c, opts...) })
+}
+
+// NewLocalSet is NewSet with in-process limiters (see NewLocal).
+func NewLocalSet(p Policies, opts ...Option) (*Set, error) {
+	return newSet(p, func(c Config) (*Limiter, error) { return NewLocal(c, opts...) })
+}
+
+func newSet(p Policies, mk func(Config) (*Limiter, error)) (*Set, error) {
+	cfgs, err := p.scopedAll()
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{limiters: make(map[string]*Limiter, len(cfgs)), names: make([]string, 0, len(cfgs))}
+	for _, c := range cfgs {
+		l, err := mk(c)
+		if err != nil {
+			return nil, &PolicyError{Policy: c.Name, Err: err}
+		}
+		s.limiters[c.Name] = l
+		s.names = append(s.names, c.Name)
+	}
+	return s, nil
+}
+
+// Get returns the Limiter of the named policy, or an error wrapping
+// strategy.ErrInvalidOption that lists the policies there are.
+func (s *Set) Get(name string) (*Limiter, error) {
+	if l, ok := s.limiters[name]; ok {
+		return l, nil
+	}
+	quoted := make([]string, len(s.names))
+	for i, n := range s.names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return nil, fmt.Errorf("%w: ratelimit: no policy %q; the policies are %s", strategy.ErrInvalidOption, name, strings.Join(quoted, ", "))
+}
+
+// Names returns the policy names, sorted.
+func (s *Set) Names() []string { return slices.Clone(s.names) }
+
+// ParsePolicies decodes policies from JSON (the format is in the Policies
+// doc) and validates them. Field names are lowercase and exact; an unknown
+// or repeated field or policy, a value of the wrong type, an unknown
+// algorithm or an out-of-range value is a *PolicyError that names the
+// policy and the field.
+func ParsePolicies(data []byte) (Policies, error) {
+	var p Policies
+	if err := p.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// UnmarshalJSON decodes and validates policies as ParsePolicies does, so a
+// Policies can be a field of a larger JSON configuration. It replaces *p.
+func (p *Policies) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*p = nil
+		return nil
+	}
+	entries, err := objectEntries(data)
+	if err != nil {
+		return fmt.Errorf("%w: policies: %w", strategy.ErrInvalidOption, err)
+	}
+	out := make(Policies, len(entries))
+	for _, e := range entries {
+		if _, dup := out[e.key]; dup {
+			return &PolicyError{Policy: e.key, Err: fmt.Errorf("%w: the policy appears twice", strategy.ErrInvalidOption)}
+		}
+		c, err := decodePolicy(e.value)
+		if err != nil {
+			var pe *PolicyError
+			if errors.As(err, &pe) {
+				pe.Policy = e.key
+				return pe
+			}
+			return &PolicyError{Policy: e.key, Err: err}
+		}
+		out[e.key] = c
+	}
+	if err := out.Validate(); err != nil {
+		return err
+	}
+	*p = out
+	return nil
+}
+
+// MarshalJSON encodes the policies in the format UnmarshalJSON reads, with
+// windows as Go duration strings ("1m0s"), omitting zero fields.
+func (p Policies) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, name := range p.Names() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		c := p[name]
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		pj := policyJSON{
+			Algorithm: string(c.Algorithm), Limit: c.Limit, Window: c.Window.String(),
+			Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
+			OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
+		}
+		if c.Timeout != 0 {
+			pj.Timeout = c.Timeout.String()
+		}
+		v, err := json.Marshal(pj)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// policyJSON is the JSON form of one policy, for MarshalJSON.
+type policyJSON struct {
+	Algorithm  string  `json:"algorithm"`
+	Limit      int64   `json:"limit"`
+	Window     string  `json:"window"`
+	Burst      int64   `json:"burst,omitempty"`
+	Shards     int     `json:"shards,omitempty"`
+	Prefix     string  `json:"prefix,omitempty"`
+	OnFailure  string  `json:"on_failure,omitempty"`
+	LocalShare float64 `json:"local_share,omitempty"`
+	Timeout    string  `json:"timeout,omitempty"`
+}
+
+// decodePolicy decodes one policy object, field by field, so that every
+// error names its field.
+func decodePolicy(data []byte) (Config, error) {
+	var c Config
+	entries, err := objectEntries(data)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
+	}
+	for i, e := range entries {
+		fieldErr := func(err error) error { return &PolicyError{Field: e.key, Err: err} }
+		if slices.ContainsFunc(entries[:i], func(prev entry) bool { return prev.key == e.key }) {
+			return c, fieldErr(fmt.Errorf("%w: the field appears twice", strategy.ErrInvalidOption))
+		}
+		if bytes.Equal(e.value, []byte("null")) { // json.Unmarshal would leave the zero value
+			return c, fieldErr(fmt.Errorf("%w: want a value, got null", strategy.ErrInvalidOption))
+		}
+		switch e.key {
+		case "algorithm":
+			var s string
+			if err := json.Unmarshal(e.value, &s); err != nil {
+				return c, fieldErr(typeError("a string", e.value))
+			}
+			c.Algorithm = Algorithm(s)
+		case "limit", "burst":
+			var n int64
+			if err := json.Unmarshal(e.value, &n); err != nil {
+				return c, fieldErr(typeError("an integer", e.value))
+			}
+			if e.key == "limit" {
+				c.Limit = n
+			} else {
+				c.Burst = n
+			}
+		case "shards":
+			var n int
+			if err := json.Unmarshal(e.value, &n); err != nil {
+				return c, fieldErr(typeError("an integer", e.value))
+			}
+			c.Shards = n
+		case "window", "timeout":
+			var s string
+			if err := json.Unmarshal(e.value, &s); err != nil {
+				return c, fieldErr(typeError(`a duration string like "1m"`, e.value))
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return c, fieldErr(fmt.Errorf("%w: want a duration string like \"1m\" or \"1h30m\", got %q", strategy.ErrInvalidOption, s))
+			}
+			if e.key == "window" {
+				c.Window = d
+			} else {
+				c.Timeout = d
+			}
+		case "prefix", "on_failure":
+			var s string
+			if err := json.Unmarshal(e.value, &s); err != nil {
+				return c, fieldErr(typeError("a string", e.value))
+			}
+			if e.key == "prefix" {
+				c.Prefix = s
+			} else {
+				c.OnFailure = FailurePolicy(s)
+			}
+		case "local_share":
+			var f float64
+			if err := json.Unmarshal(e.value, &f); err != nil {
+				return c, fieldErr(typeError("a number", e.value))
+			}
+			c.LocalShare = f
+		default:
+			return c, fieldErr(fmt.Errorf("%w: unknown field; the fields are %s", strategy.ErrInvalidOption, policyFields))
+		}
+	}
+	for _, required := range []string{"algorithm", "limit", "window"} {
+		if !slices.ContainsFunc(entries, func(e entry) bool { return e.key == required }) {
+			return c, &PolicyError{Field: required, Err: fmt.Errorf("%w: missing", strategy.ErrInvalidOption)}
+		}
+	}
+	return c, nil
+}
+
+const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "on_failure", "local_share", "timeout"`
+
+func typeError(want string, got json.RawMessage) error {
+	g := string(got)
+	if len(g) > 40 {
+		g = g[:40] + "..."
+	}
+	return fmt.Errorf("%w: want %s, got %s", strategy.ErrInvalidOption, want, g)
+}
+
+type entry struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectEntries returns the members of the JSON object in data, in order
+// (repeated names included), and fails on anything but one object. Its
+// errors wrap no sentinel: the callers add one.
+func objectEntries(data []byte) ([]entry, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("want a JSON object, got %v", tok)
+	}
+	var out []entry
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("invalid JSON: want a member name, got %v", tok)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("invalid JSON after %q: %w", key, err)
+		}
+		out = append(out, entry{key, v})
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("invalid JSON: data after the object")
+	}
+	return out, nil
+}
