@@ -1,0 +1,71 @@
+// Package propertytests holds property-based tests (gopter) that run every
+// strategy of this module, sharded and not, over random schedules, and a
+// mutation check that proves those properties can fail. It has no API: the
+// tests are the point, and this file is what lets the package build.
+//
+// # Schedules
+//
+// A generated case is a Limit (units, window, burst) and a schedule: steps
+// that move a manual clock (by 0, 1 ms, a fraction of the window, the window
+// minus, plus or exactly one millisecond, to the next aligned window edge,
+// several windows) and then issue a batch of requests, each from one of
+// several app hosts (separate go-redis clients and strategy instances on the
+// same Redis) for one of several subjects, with a cost n that is sometimes 0
+// and sometimes above the capacity. Concurrent properties issue a batch from
+// one goroutine per request, all released at once; serial ones issue it in
+// order. Every host reads the same client clock, which moves only between
+// batches, so the time of each decision is the time the script used.
+//
+// Backends: "miniredis" (client clock; FastForward keeps TTLs in step),
+// "miniredis-time" (the script reads the server's TIME, set with SetTime),
+// "redis" (a real redis-server started by the test, windows of 30 s and more
+// so that real-time TTLs never cut into simulated time) and "local" (the
+// in-process twins).
+//
+// # Properties
+//
+// Each is its own subtest, TestProperties/<strategy>/<backend>/<property>:
+//
+//   - bound: under concurrency, the allowed units never exceed the
+//     algorithm's bound: sliding log in every window (t-W, t]; fixed window
+//     per aligned window; token bucket and GCRA over every interval [a, b]
+//     at most Burst + rate*(b-a); sliding counter its documented bound;
+//     sharded, the subject's total against the whole limit.
+//   - exact: on a serial schedule each decision is the one the algorithm's
+//     model makes (sliding log and fixed window exactly; token bucket and
+//     GCRA: a denial is justified by the allowed units within 1 ms of refill).
+//   - steady: a client at the rate is never denied.
+//   - denied_inert: the schedule without its denied requests gets the same
+//     results for every request left.
+//   - retry_after: a denied request passes once RetryAfter has passed (and,
+//     where RetryAfter is exact, not 1 ms earlier); Never only when n exceeds
+//     the capacity.
+//   - remaining: Peek agrees with the Remaining just returned, Remaining+1
+//     units are denied and Remaining units pass.
+//   - twin: the Redis script and the local twin return identical Results.
+//   - ttl: every key carries a TTL no longer than its state matters, and on
+//     miniredis every key is gone once that time has passed.
+//
+// On failure gopter shrinks the case and the test prints the seed and the
+// command that replays it.
+//
+// # Environment
+//
+//	RATELIMIT_PROP_SEED=N    replay a run: the seed every property starts from
+//	                         (default: the time; printed on failure)
+//	RATELIMIT_PROP_CASES=N   cases per property and backend (default 10 to 40
+//	                         depending on the backend); a soak:
+//	                         RATELIMIT_PROP_CASES=2000 go test -run TestProperties -timeout 2h ./propertytests
+//	RATELIMIT_PROP_STEPS=N   longest schedule, in steps (default 24)
+//	RATELIMIT_PROP_SHRINK=N  most shrink attempts on failure (default 300)
+//	RATELIMIT_MUTANTS=REGEXP run only the mutants whose name matches
+//
+// # Mutation check
+//
+// TestMutants applies deliberate bugs, one at a time, to copies of the
+// scripts and Go files (through go test -overlay, so the checkout is never
+// changed), runs the strategy's properties against each with a fixed seed
+// and a bounded number of cases, and fails if a mutant survives or if a
+// mutation's snippet is no longer found in its file. Its log is a table of
+// which properties caught which mutant.
+package propertytests

@@ -1,0 +1,350 @@
+package propertytests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+var ctx = context.Background()
+
+// backend is where a strategy keeps its state during a property run.
+type backend struct {
+	name    string
+	windows []time.Duration // the windows cases pick from
+	redis   bool            // Redis-backed (keys and TTLs can be inspected)
+	// open prepares what the property run shares (a server, clients) and
+	// returns the builder of one case's environment.
+	open func(t *testing.T) envBuilder
+}
+
+// envBuilder builds a fresh environment for one case: subject s under lim
+// with the clock at start. twin also builds the local twin on the same
+// clock.
+type envBuilder func(s subject, lim strategy.Limit, start time.Time, twin bool) (*env, error)
+
+var (
+	shortWindows = []time.Duration{1000 * time.Millisecond, 1500 * time.Millisecond, 250 * time.Millisecond, 60 * time.Millisecond}
+	// On a real Redis TTLs run in real time while the client clock jumps:
+	// windows long enough that no case lasts one keep the two apart.
+	longWindows = []time.Duration{30 * time.Second, 45 * time.Second, time.Minute}
+)
+
+var (
+	backendMiniredis = backend{name: "miniredis", windows: shortWindows, redis: true, open: openMiniredis(false)}
+	backendMiniTime  = backend{name: "miniredis-time", windows: shortWindows, redis: true, open: openMiniredis(true)}
+	backendRedis     = backend{name: "redis", windows: longWindows, redis: true, open: openRedis}
+	backendLocal     = backend{name: "local", windows: shortWindows, open: openLocal}
+	allBackends      = []backend{backendMiniredis, backendMiniTime, backendRedis, backendLocal}
+)
+
+// stats counts what a property run exercised, so that a run that never
+// denies (or never allows) anything fails instead of passing vacuously.
+type stats struct {
+	cases, calls, allowed, denied, never atomic.Int64
+}
+
+func (st *stats) String() string {
+	return fmt.Sprintf("%d cases, %d calls: %d allowed, %d denied (%d never)",
+		st.cases.Load(), st.calls.Load(), st.allowed.Load(), st.denied.Load(), st.never.Load())
+}
+
+// env is the state of one case: a clock every host reads, one strategy
+// instance per app host, and ways to look at the backend.
+type env struct {
+	sub   subject
+	lim   strategy.Limit
+	clock *conformance.Clock
+	hosts []strategy.Strategy
+	twin  strategy.Strategy // the local twin on the same clock, when asked for
+	// step moves the backend's own time with the clock (miniredis TTLs and
+	// TIME); nil when only the clock moves.
+	step func(d time.Duration)
+	// keys returns the case's keys with their TTL (-1: none); nil for local.
+	keys func() (map[string]time.Duration, error)
+	// stats, when set, counts the calls
+	stats *stats
+}
+
+func (e *env) advance(ms int64) {
+	if ms <= 0 {
+		return
+	}
+	d := time.Duration(ms) * time.Millisecond
+	e.clock.Advance(d)
+	if e.step != nil {
+		e.step(d)
+	}
+}
+
+func (e *env) now() int64 { return e.clock.Now().UnixMilli() }
+
+// build returns the strategy of subject s for lim over one backend,
+// wrapping it in the sharded strategy when s asks for it.
+func build(s subject, lim strategy.Limit, mk func(strategy.Limit) (strategy.Strategy, error)) (strategy.Strategy, error) {
+	return mk(lim)
+}
+
+func openMiniredis(serverTime bool) func(t *testing.T) envBuilder {
+	return func(t *testing.T) envBuilder {
+		mr := miniredis.RunT(t)
+		var clients []redis.Scripter
+		for range hosts {
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 32})
+			t.Cleanup(func() { c.Close() })
+			clients = append(clients, c)
+		}
+		var n atomic.Int64
+		var mu sync.Mutex // miniredis time is global: one case at a time
+		return func(s subject, lim strategy.Limit, start time.Time, twin bool) (*env, error) {
+			prefix := fmt.Sprintf("c%d:", n.Add(1))
+			e := &env{sub: s, lim: lim, clock: conformance.NewClock(start)}
+			opts := []strategy.Option{strategy.WithPrefix(prefix)}
+			if serverTime {
+				mu.Lock()
+				mr.SetTime(start)
+				mu.Unlock()
+				e.step = func(d time.Duration) {
+					mr.SetTime(e.clock.Now())
+					mr.FastForward(d)
+				}
+			} else {
+				opts = append(opts, strategy.WithClock(e.clock))
+				e.step = func(d time.Duration) { mr.FastForward(d) }
+			}
+			for _, c := range clients {
+				st, err := build(s, lim, func(l strategy.Limit) (strategy.Strategy, error) { return s.newRedis(c, l, opts...) })
+				if err != nil {
+					return nil, err
+				}
+				e.hosts = append(e.hosts, st)
+			}
+			e.keys = func() (map[string]time.Duration, error) {
+				out := map[string]time.Duration{}
+				for _, k := range mr.Keys() {
+					if strings.HasPrefix(k, prefix) {
+						ttl := mr.TTL(k)
+						if ttl <= 0 {
+							ttl = -1
+						}
+						out[k] = ttl
+					}
+				}
+				return out, nil
+			}
+			return e, e.addTwin(twin)
+		}
+	}
+}
+
+func openRedis(t *testing.T) envBuilder {
+	srv := testredis.Shared(t)
+	var clients []*redis.Client
+	for range hosts {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 32})
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	base := testredis.Prefix(t)
+	var n atomic.Int64
+	return func(s subject, lim strategy.Limit, start time.Time, twin bool) (*env, error) {
+		prefix := fmt.Sprintf("%sc%d:", base, n.Add(1))
+		e := &env{sub: s, lim: lim, clock: conformance.NewClock(start)}
+		opts := []strategy.Option{strategy.WithPrefix(prefix), strategy.WithClock(e.clock)}
+		for _, c := range clients {
+			st, err := build(s, lim, func(l strategy.Limit) (strategy.Strategy, error) { return s.newRedis(c, l, opts...) })
+			if err != nil {
+				return nil, err
+			}
+			e.hosts = append(e.hosts, st)
+		}
+		e.keys = func() (map[string]time.Duration, error) {
+			out := map[string]time.Duration{}
+			iter := clients[0].Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()
+			for iter.Next(ctx) {
+				k := iter.Val()
+				ttl, err := clients[0].PTTL(ctx, k).Result()
+				if err != nil {
+					return nil, err
+				}
+				if ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond { // gone meanwhile
+					continue
+				}
+				if ttl <= 0 {
+					ttl = -1
+				}
+				out[k] = ttl
+			}
+			return out, iter.Err()
+		}
+		return e, e.addTwin(twin)
+	}
+}
+
+func openLocal(t *testing.T) envBuilder {
+	return func(s subject, lim strategy.Limit, start time.Time, twin bool) (*env, error) {
+		e := &env{sub: s, lim: lim, clock: conformance.NewClock(start)}
+		// a local twin keeps its state in its own process: every host of
+		// the case shares one instance
+		st, err := build(s, lim, func(l strategy.Limit) (strategy.Strategy, error) {
+			return s.newLocal(l, strategy.WithClock(e.clock))
+		})
+		if err != nil {
+			return nil, err
+		}
+		for range hosts {
+			e.hosts = append(e.hosts, st)
+		}
+		return e, nil
+	}
+}
+
+func (e *env) addTwin(twin bool) error {
+	if !twin {
+		return nil
+	}
+	st, err := build(e.sub, e.lim, func(l strategy.Limit) (strategy.Strategy, error) {
+		return e.sub.newLocal(l, strategy.WithClock(e.clock))
+	})
+	e.twin = st
+	return err
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// event is one call and its outcome, at the time the strategy's clock read.
+type event struct {
+	step    int
+	at      int64 // Unix ms
+	host    int
+	subject int
+	op      int
+	n       int64
+	res     strategy.Result
+	err     error
+}
+
+func (ev event) String() string {
+	at := time.UnixMilli(ev.at).UTC().Format("15:04:05.000")
+	var what string
+	switch ev.op {
+	case opPeek:
+		what = "Peek"
+	case opReset:
+		what = "Reset"
+	default:
+		what = fmt.Sprintf("AllowN(%d)", ev.n)
+	}
+	if ev.err != nil {
+		return fmt.Sprintf("step %d at %s h%d %s %q: error %v", ev.step, at, ev.host, what, subjects[ev.subject], ev.err)
+	}
+	return fmt.Sprintf("step %d at %s h%d %s %q = {Allowed:%v Remaining:%d RetryAfter:%v ResetAfter:%v}",
+		ev.step, at, ev.host, what, subjects[ev.subject], ev.res.Allowed, ev.res.Remaining, ev.res.RetryAfter, ev.res.ResetAfter)
+}
+
+// call makes one request on st now.
+func (e *env) call(st strategy.Strategy, step, host, subj, op int, n int64) event {
+	ev := event{step: step, at: e.now(), host: host, subject: subj, op: op, n: n}
+	key := subjects[subj]
+	switch op {
+	case opPeek:
+		ev.res, ev.err = st.Peek(ctx, key)
+	case opReset:
+		ev.err = st.Reset(ctx, key)
+	default:
+		ev.res, ev.err = st.AllowN(ctx, key, n)
+	}
+	if e.stats != nil && op != opReset && ev.err == nil {
+		e.stats.calls.Add(1)
+		switch {
+		case ev.res.Allowed:
+			e.stats.allowed.Add(1)
+		case ev.res.RetryAfter == strategy.Never:
+			e.stats.never.Add(1)
+			fallthrough
+		default:
+			e.stats.denied.Add(1)
+		}
+	}
+	return ev
+}
+
+func (e *env) do(step int, r Req) event {
+	return e.call(e.hosts[r.Host], step, r.Host, r.Subject, r.Op, r.N)
+}
+
+// runSerial runs c's schedule one request at a time. after, when not nil,
+// is called after each request and may make more calls (through e); a
+// non-empty return stops the run with that failure.
+func (e *env) runSerial(c Case, after func(ev event) string) ([]event, string) {
+	var evs []event
+	for i, s := range c.Steps {
+		e.advance(s.advance(e.lim, e.now()))
+		for _, r := range s.Reqs {
+			ev := e.do(i, r)
+			evs = append(evs, ev)
+			if ev.err != nil {
+				return evs, ev.String()
+			}
+			if after != nil {
+				if msg := after(ev); msg != "" {
+					return evs, msg
+				}
+			}
+		}
+	}
+	return evs, ""
+}
+
+// runConcurrent runs c's schedule with each batch issued at once, one
+// goroutine per request, all released together. The clock does not move
+// during a batch, so every request of a batch is decided at the same time.
+func (e *env) runConcurrent(c Case) ([]event, string) {
+	var evs []event
+	for i, s := range c.Steps {
+		e.advance(s.advance(e.lim, e.now()))
+		out := make([]event, len(s.Reqs))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for j, r := range s.Reqs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				out[j] = e.do(i, r)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, ev := range out {
+			if ev.err != nil {
+				return evs, ev.String()
+			}
+		}
+		evs = append(evs, out...)
+	}
+	return evs, ""
+}

@@ -1,0 +1,267 @@
+package propertytests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// edit replaces the one occurrence of old by new.
+type edit struct{ old, new string }
+
+// mutant is a deliberate bug: edits to one file of the module. The
+// properties of subjects on backends (regular expressions matching
+// TestProperties' subtests) must catch it.
+type mutant struct {
+	name     string
+	file     string // from the module root
+	edits    []edit
+	subjects string // e.g. "slidinglog|sharded-slidinglog"
+	backends string // e.g. "miniredis|redis"
+}
+
+// mutants are the classic rate-limiter bugs, written into copies of the
+// scripts and Go files. Each edit's old text must occur exactly once in the
+// file: when the code changes, the mutant fails loudly until updated.
+var mutants = []mutant{
+	{
+		name: "sliding log: check then act in two round trips",
+		file: "slidinglog/slidinglog.go",
+		edits: []edit{{
+			old: `	return redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit,
+		l.lim.Limit, l.windowMs, n, l.mod, redisx.NowArg(l.opts.Clock))`,
+			new: `	now := redisx.NowArg(l.opts.Clock)
+	// MUTANT: count in one script run, record in another
+	chk, err := redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit, l.lim.Limit, l.windowMs, 0, l.mod, now)
+	if err != nil || n == 0 || n > l.lim.Limit || chk.Remaining < n {
+		return redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit, l.lim.Limit, l.windowMs, n, l.mod, now)
+	}
+	res, err := redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit, strategy.MaxUnits, l.windowMs, n, l.mod, now)
+	res.Limit, res.Remaining = l.lim.Limit, chk.Remaining-n
+	return res, err`,
+		}},
+		subjects: "slidinglog", backends: "miniredis|redis",
+	},
+	{
+		name: "sliding log: the timestamp as the member",
+		file: "slidinglog/slidinglog.lua",
+		edits: []edit{
+			{old: `batch[2 * j] = cand`, new: `batch[2 * j] = now`},
+			{old: `added = added + redis.call('ZADD', key, 'NX', unpack(batch))`, new: `redis.call('ZADD', key, unpack(batch)); added = added + b`},
+		},
+		subjects: "slidinglog", backends: "miniredis|redis",
+	},
+	{
+		name:     "sliding log: eviction removed",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `  redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)` + "\n", new: "\n"}},
+		subjects: "slidinglog", backends: "miniredis|redis",
+	},
+	{
+		name:     "sliding log twin: eviction removed",
+		file:     "slidinglog/local.go",
+		edits:    []edit{{old: `			g.evict(floor)` + "\n", new: "\n"}},
+		subjects: "slidinglog", backends: "local",
+	},
+	{
+		name: "sliding log: window edge off by one (now - t <= W counts)",
+		file: "slidinglog/slidinglog.lua",
+		edits: []edit{
+			{old: `redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)`, new: `redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. floor)`},
+			{old: `count = redis.call('ZCOUNT', key, '(' .. floor, '+inf')`, new: `count = redis.call('ZCOUNT', key, floor, '+inf')`},
+		},
+		subjects: "slidinglog", backends: "miniredis|redis",
+	},
+	{
+		name: "sliding log twin: window edge off by one (now - t <= W counts)",
+		file: "slidinglog/local.go",
+		edits: []edit{
+			{old: `for g.count > 0 && g.buf[g.head] <= floor {`, new: `for g.count > 0 && g.buf[g.head] < floor {`},
+			{old: `for i < g.count && g.at(i) <= floor {`, new: `for i < g.count && g.at(i) < floor {`},
+		},
+		subjects: "slidinglog", backends: "local",
+	},
+	{
+		name: "sliding log: denied requests recorded",
+		file: "slidinglog/slidinglog.lua",
+		edits: []edit{{
+			old: `local k = count + want - limit`,
+			new: `if n > 0 then redis.call('ZADD', key, now, 'denied:' .. now .. ':' .. count) end
+local k = count + want - limit`,
+		}},
+		subjects: "slidinglog", backends: "miniredis|redis",
+	},
+	{
+		name:     "sliding log: PEXPIRE dropped",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `  redis.call('PEXPIRE', key, window)` + "\n", new: "\n"}},
+		subjects: "slidinglog", backends: "miniredis|redis",
+	},
+}
+
+// mutationSeed and mutationCases make the mutation check deterministic
+// (but for the interleavings of concurrent requests) and bounded.
+const (
+	mutationSeed  = 20261129
+	mutationCases = 25
+)
+
+var (
+	failLine = regexp.MustCompile(`^\s*--- FAIL: TestProperties/([^/\s]+)/([^/\s]+)/([^/\s]+) `)
+	leafLine = regexp.MustCompile(`^\s*--- (PASS|FAIL): TestProperties/[^/\s]+/[^/\s]+/[^/\s]+ `)
+)
+
+// TestMutants proves that the properties can fail: it builds each mutant
+// (through go test -overlay, leaving the checkout untouched), runs the
+// affected properties with a fixed seed, and fails when a mutant survives.
+func TestMutants(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found above the package directory: %v", err)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the mutants: %v", err)
+	}
+	selected := mutants
+	if re := os.Getenv("RATELIMIT_MUTANTS"); re != "" {
+		m, err := regexp.Compile(re)
+		if err != nil {
+			t.Fatalf("RATELIMIT_MUTANTS=%q: %v", re, err)
+		}
+		selected = slices.DeleteFunc(slices.Clone(mutants), func(x mutant) bool { return !m.MatchString(x.name) })
+	}
+	dir := t.TempDir()
+
+	// The unmutated code must pass the very runs that must fail below, or a
+	// "caught" mutant could be a failure of the suite itself.
+	subjectsRe, backendsRe := map[string]bool{}, map[string]bool{}
+	for _, m := range selected {
+		subjectsRe[m.subjects], backendsRe[m.backends] = true, true
+	}
+	baseline := mutant{name: "baseline (no mutation)", subjects: joinAlt(subjectsRe), backends: joinAlt(backendsRe)}
+	if caught, out, err := runMutant(t, goBin, root, dir, baseline, -1); err != nil || len(caught) > 0 {
+		t.Fatalf("the unmutated code fails the mutation runs (%v, failed %v):\n%s", err, caught, out)
+	}
+
+	type row struct {
+		name, file string
+		caught     []string
+	}
+	var table []row
+	for i, m := range selected {
+		caught, out, err := runMutant(t, goBin, root, dir, m, i)
+		switch {
+		case err != nil:
+			t.Errorf("mutant %q: %v\n%s", m.name, err, out)
+		case len(caught) == 0:
+			t.Errorf("mutant %q SURVIVED: no property of %s on %s caught it; strengthen the properties", m.name, m.subjects, m.backends)
+		}
+		table = append(table, row{m.name, m.file, caught})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "mutation check: seed %d, %d cases per property\n", mutationSeed, mutationCases)
+	fmt.Fprintf(&b, "%-62s %-28s %s\n", "mutant", "file", "caught by (subject/backend/property)")
+	for _, r := range table {
+		by := strings.Join(r.caught, ", ")
+		if by == "" {
+			by = "NOTHING: survived"
+		}
+		fmt.Fprintf(&b, "%-62s %-28s %s\n", r.name, r.file, by)
+	}
+	t.Log("\n" + b.String())
+}
+
+func joinAlt(set map[string]bool) string {
+	var parts []string
+	for k := range set {
+		parts = append(parts, k)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "|")
+}
+
+// runMutant builds m as an overlay and runs its properties. It returns the
+// properties that failed, the output, and an error when the run failed
+// without any property failing (a mutant that does not build, a panic).
+func runMutant(t *testing.T, goBin, root, dir string, m mutant, i int) ([]string, string, error) {
+	t.Helper()
+	args := []string{"test", "-count=1", "-v"}
+	if m.file != "" {
+		path := filepath.Join(root, filepath.FromSlash(m.file))
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("mutant %q: %v", m.name, err)
+		}
+		text := string(src)
+		for _, e := range m.edits {
+			if n := strings.Count(text, e.old); n != 1 {
+				t.Fatalf("mutant %q: the snippet to mutate occurs %d times in %s (want exactly 1): the code changed, update the mutant:\n%s", m.name, n, m.file, e.old)
+			}
+			text = strings.Replace(text, e.old, e.new, 1)
+		}
+		mutated := filepath.Join(dir, fmt.Sprintf("mutant%d%s", i, filepath.Ext(path)))
+		if err := os.WriteFile(mutated, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		overlay, err := json.Marshal(map[string]map[string]string{"Replace": {path: mutated}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ovPath := filepath.Join(dir, fmt.Sprintf("overlay%d.json", i))
+		if err := os.WriteFile(ovPath, overlay, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-overlay="+ovPath)
+	}
+	args = append(args, "-run", fmt.Sprintf("^TestProperties$/^(%s)$/^(%s)$/", m.subjects, m.backends), "./propertytests")
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, goBin, args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		fmt.Sprintf("RATELIMIT_PROP_SEED=%d", mutationSeed),
+		fmt.Sprintf("RATELIMIT_PROP_CASES=%d", mutationCases),
+		"RATELIMIT_PROP_SHRINK=0",
+	)
+	start := time.Now()
+	outb, runErr := cmd.CombinedOutput()
+	out := string(outb)
+	var caught []string
+	leaves := 0
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if leafLine.MatchString(sc.Text()) {
+			leaves++
+		}
+		if f := failLine.FindStringSubmatch(sc.Text()); f != nil {
+			caught = append(caught, f[1]+"/"+f[2]+"/"+f[3])
+		}
+	}
+	slices.Sort(caught)
+	caught = slices.Compact(caught)
+	t.Logf("%s: %v, caught by %v", m.name, time.Since(start).Round(time.Millisecond), caught)
+	if runErr != nil && len(caught) == 0 {
+		return nil, out, fmt.Errorf("go %s: %v, and no property failed", strings.Join(args, " "), runErr)
+	}
+	if runErr == nil && len(caught) > 0 {
+		return caught, out, fmt.Errorf("properties failed but go test passed")
+	}
+	if leaves == 0 {
+		return nil, out, fmt.Errorf("go test ran no property")
+	}
+	return caught, out, nil
+}

@@ -1,0 +1,87 @@
+package propertytests
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/slidinglog"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// kind is the algorithm family, which decides the invariants that apply.
+type kind int
+
+const (
+	slidingLog kind = iota
+	fixedWindow
+	slidingCounter
+	tokenBucket
+	gcra
+)
+
+// usesBurst reports whether the capacity is Limit.Burst when set.
+func (k kind) usesBurst() bool { return k == tokenBucket || k == gcra }
+
+// capacity is the most units a subject can spend at once.
+func (k kind) capacity(lim strategy.Limit) int64 {
+	if k.usesBurst() {
+		return lim.Capacity()
+	}
+	return lim.Limit
+}
+
+// subject is one strategy under test: an algorithm, sharded or not.
+type subject struct {
+	name      string
+	algorithm ratelimit.Algorithm
+	kind      kind
+	newRedis  func(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error)
+	newLocal  func(lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error)
+	// exactRetry: waiting 1 ms less than RetryAfter does not let the
+	// request pass.
+	exactRetry bool
+	// shards > 1 wraps the strategy in the sharded strategy.
+	shards int
+}
+
+func (s subject) sharded() bool { return s.shards > 1 }
+
+// algorithms lists every algorithm, one entry per package. Sharded variants
+// are derived from them (see allSubjects).
+var algorithms = []subject{
+	{
+		name: "slidinglog", algorithm: ratelimit.SlidingLog, kind: slidingLog, exactRetry: true,
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidinglog.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+}
+
+// allSubjects returns every subject under test: each algorithm, then each
+// algorithm wrapped in the sharded strategy.
+func allSubjects() []subject {
+	return slices.Clone(algorithms)
+}
+
+// TestEveryAlgorithmIsCovered fails when the facade offers an algorithm that
+// has no entry here: a strategy without properties is a hole.
+func TestEveryAlgorithmIsCovered(t *testing.T) {
+	have := map[ratelimit.Algorithm]bool{}
+	for _, s := range algorithms {
+		have[s.algorithm] = true
+	}
+	for _, a := range ratelimit.Algorithms() {
+		if !have[a] {
+			t.Errorf("algorithm %q is registered in the facade but has no entry in propertytests' algorithms table", a)
+		}
+	}
+	if len(algorithms) == 0 {
+		t.Fatal("no algorithms under test")
+	}
+}
