@@ -1,0 +1,405 @@
+// Package httplimit is net/http middleware that rate-limits requests with a
+// ratelimit.Limiter and tells clients where they stand, in the header fields
+// of draft-ietf-httpapi-ratelimit-headers-11 (structured fields, RFC 9651):
+//
+//	RateLimit-Policy: "login";q=5;w=60
+//	RateLimit: "login";r=3;t=42
+//
+// and, on a denial, 429 Too Many Requests with Retry-After.
+//
+// # Keys
+//
+// Each request is charged to a subject key: by default the client's IP
+// address ("ip:203.0.113.7"; an IPv6 client by its /64, "ip:2001:db8:1:2::/64",
+// since one host usually holds a whole /64), or a header's value
+// (WithKeyHeader), or whatever a KeyFunc returns (WithKeyFunc).
+//
+// The client IP is the TCP peer (http.Request.RemoteAddr) unless the caller
+// names its reverse proxies with WithTrustedProxies: only then, and only for
+// requests whose peer is one of them, is the forwarding header believed, and
+// of its hops the right-most one that is not a trusted proxy is the client.
+// Hops to the left of it were written by the client and may be forged; a
+// forwarding header from an untrusted peer is ignored whole. See ClientIP.
+//
+// # Headers
+//
+// Every decided response carries RateLimit-Policy and, unless the decision
+// was degraded, RateLimit; WithLegacyHeaders adds X-RateLimit-Limit,
+// X-RateLimit-Remaining and X-RateLimit-Reset. The values:
+//
+//   - the policy name is Config.Name ("default" when empty), as a String;
+//   - q is the capacity the limiter reports (Result.Limit: Limit, or Burst
+//     for the algorithms that have one; Config.Limit for a decision degraded
+//     under ratelimit.FailLocal, whose Result.Limit is the local share);
+//   - w is the time, in whole seconds rounded up, in which the limit grants q
+//     units: Window when q is Limit, Window x q / Limit for a burst;
+//   - r is Result.Remaining, the units left after this request;
+//   - t is Result.ResetAfter in whole seconds rounded up: the time until the
+//     subject is back to full capacity;
+//   - Retry-After (denials only) is Result.RetryAfter in whole seconds
+//     rounded up, at least 1. A request that can never pass (its cost exceeds
+//     the capacity: RetryAfter is ratelimit.Never) is denied without
+//     Retry-After.
+//
+// The legacy X-RateLimit-Reset is t, in seconds from now (not a Unix time).
+// The partition key parameter (pk) is never sent: it would echo the subject.
+//
+// # Failures
+//
+// A Limiter built by ratelimit.New does not fail when Redis does: its
+// FailurePolicy decides, and the middleware follows that decision like any
+// other (a degraded allowed request passes, a degraded denial is a 429 with
+// Retry-After the time until Redis is tried again), leaving out the RateLimit
+// field, whose remaining count nobody knows then. An error that does reach
+// the middleware (a key that cannot be derived, an invalid cost, a Limiter
+// without a failure policy) goes to the ErrorHandler: by default 503
+// Service Unavailable when the backend failed, 500 otherwise. PassThrough
+// serves such requests unlimited instead.
+//
+// A Middleware is safe for concurrent use.
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Limiter is what the middleware needs of a limiter. *ratelimit.Limiter
+// implements it.
+type Limiter interface {
+	AllowN(ctx context.Context, key string, n int64) (ratelimit.Result, error)
+	Config() ratelimit.Config
+}
+
+// KeyFunc returns the subject key a request is charged to. An error makes
+// the request go to the ErrorHandler, wrapped with ErrKey.
+type KeyFunc func(r *http.Request) (string, error)
+
+// CostFunc returns the units a request costs (1 by default). A cost of 0
+// consumes nothing and passes when one unit would; a negative cost is an
+// error for the ErrorHandler.
+type CostFunc func(r *http.Request) int64
+
+// ErrorHandler answers a request whose limit could not be decided: it may
+// write an error, or serve the request unlimited with next.ServeHTTP(w, r).
+type ErrorHandler func(w http.ResponseWriter, r *http.Request, next http.Handler, err error)
+
+// ErrKey is wrapped by the errors of requests whose subject key could not be
+// derived: an unparsable RemoteAddr, or a KeyFunc's error.
+var ErrKey = errors.New("httplimit: no key for the request")
+
+// DefaultErrorHandler answers 503 Service Unavailable when err wraps
+// strategy.ErrBackend (the limiter's store failed), 500 Internal Server
+// Error otherwise. The body says no more than that.
+func DefaultErrorHandler(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	if errors.Is(err, strategy.ErrBackend) {
+		http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+}
+
+// PassThrough is an ErrorHandler that serves the request unlimited, without
+// rate-limit headers.
+func PassThrough(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	next.ServeHTTP(w, r)
+}
+
+// DefaultDenyHandler answers a denied request: 429 Too Many Requests with a
+// short text body. The middleware has set Retry-After and the rate-limit
+// headers already.
+func DefaultDenyHandler(w http.ResponseWriter, r *http.Request) {
+	msg := "rate limit exceeded"
+	if res, ok := ResultFromContext(r.Context()); ok && res.RetryAfter == ratelimit.Never {
+		msg = "request exceeds the rate limit's capacity"
+	}
+	http.Error(w, msg, http.StatusTooManyRequests)
+}
+
+// Option configures a Middleware.
+type Option func(*Middleware)
+
+// WithKeyFunc charges each request to the key f returns, used as is. A nil
+// f is ignored. It replaces WithKeyHeader.
+func WithKeyFunc(f KeyFunc) Option {
+	return func(m *Middleware) {
+		if f != nil {
+			m.key = f
+		}
+	}
+}
+
+// WithKeyHeader charges each request to the value of the header name (an
+// API key, say), as the key "header:<value>"; a request without it is
+// charged to its client IP ("ip:..."), so the two never share a subject.
+// Use it only for a header that something in front has authenticated: a
+// client can send any value and get a fresh subject for each. It replaces
+// WithKeyFunc.
+func WithKeyHeader(name string) Option {
+	return func(m *Middleware) {
+		m.key = func(r *http.Request) (string, error) {
+			if v := r.Header.Get(name); v != "" {
+				return "header:" + v, nil
+			}
+			return m.ipKey(r)
+		}
+	}
+}
+
+// WithTrustedProxies makes the client IP come from the forwarding header
+// header ("X-Forwarded-For", or "Forwarded" for RFC 7239's) for requests
+// whose peer is in one of cidrs ("10.0.0.0/8", "2001:db8::/32", or a
+// single address); see ClientIP. Name exactly the header your proxies set:
+// a client may send the other one, forged. New fails on an invalid CIDR.
+func WithTrustedProxies(header string, cidrs ...string) Option {
+	return func(m *Middleware) {
+		m.header = textproto.CanonicalMIMEHeaderKey(header)
+		m.trusted = m.trusted[:0]
+		for _, c := range cidrs {
+			p, err := parsePrefix(c)
+			if err != nil {
+				m.err = errors.Join(m.err, err)
+				continue
+			}
+			m.trusted = append(m.trusted, p)
+		}
+		if m.header == "" && m.err == nil {
+			m.err = fmt.Errorf("%w: httplimit: WithTrustedProxies: header must not be empty", strategy.ErrInvalidOption)
+		}
+	}
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%w: httplimit: WithTrustedProxies: %q is not a CIDR or an IP address", strategy.ErrInvalidOption, s)
+}
+
+// WithIPv6Prefix sets how many leading bits of an IPv6 client address make
+// its key (64 by default; 128 keys each address alone). New fails unless
+// 1 <= bits <= 128.
+func WithIPv6Prefix(bits int) Option {
+	return func(m *Middleware) {
+		if (bits < 1 || bits > 128) && m.err == nil {
+			m.err = fmt.Errorf("%w: httplimit: WithIPv6Prefix: bits must be in [1, 128], got %d", strategy.ErrInvalidOption, bits)
+		}
+		m.v6bits = bits
+	}
+}
+
+// WithCost charges each request f(r) units instead of 1. A nil f is ignored.
+func WithCost(f CostFunc) Option {
+	return func(m *Middleware) {
+		if f != nil {
+			m.cost = f
+		}
+	}
+}
+
+// WithLegacyHeaders adds X-RateLimit-Limit (q), X-RateLimit-Remaining (r)
+// and X-RateLimit-Reset (t, seconds from now) for clients that predate the
+// draft.
+func WithLegacyHeaders() Option {
+	return func(m *Middleware) { m.legacy = true }
+}
+
+// WithDenyHandler makes h answer denied requests instead of
+// DefaultDenyHandler. The headers are set when h runs, and
+// ResultFromContext(r.Context()) holds the decision. A nil h is ignored.
+func WithDenyHandler(h http.Handler) Option {
+	return func(m *Middleware) {
+		if h != nil {
+			m.deny = h
+		}
+	}
+}
+
+// WithErrorHandler makes h answer requests whose limit could not be decided
+// instead of DefaultErrorHandler. A nil h is ignored.
+func WithErrorHandler(h ErrorHandler) Option {
+	return func(m *Middleware) {
+		if h != nil {
+			m.onError = h
+		}
+	}
+}
+
+// Middleware rate-limits the requests of the handlers it wraps. Build it
+// with New; one Middleware can wrap many handlers, which then share its
+// limiter. It is safe for concurrent use.
+type Middleware struct {
+	lim     Limiter
+	cfg     ratelimit.Config
+	name    string // the policy name, serialized as a structured-field String
+	key     KeyFunc
+	cost    CostFunc
+	header  string
+	trusted []netip.Prefix
+	v6bits  int
+	legacy  bool
+	deny    http.Handler
+	onError ErrorHandler
+	err     error
+}
+
+// New returns a Middleware that decides with l. It fails when an option is
+// invalid, or when l's Config.Name cannot be a structured-field String
+// (printable ASCII only).
+func New(l Limiter, opts ...Option) (*Middleware, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: httplimit: limiter is nil", strategy.ErrInvalidOption)
+	}
+	m := &Middleware{lim: l, cfg: l.Config(), v6bits: 64, deny: http.HandlerFunc(DefaultDenyHandler), onError: DefaultErrorHandler}
+	m.key = m.ipKey
+	for _, o := range opts {
+		if o != nil {
+			o(m)
+		}
+	}
+	if m.err != nil {
+		return nil, m.err
+	}
+	name := m.cfg.Name
+	if name == "" {
+		name = "default"
+	}
+	var err error
+	if m.name, err = sfString(name); err != nil {
+		return nil, fmt.Errorf("%w: httplimit: Config.Name %q cannot be a header value: %w", strategy.ErrInvalidOption, name, err)
+	}
+	return m, nil
+}
+
+// Handler returns next wrapped: each request is charged to its key, then
+// passed to next when allowed, to the deny handler when not, and to the
+// ErrorHandler when the limiter cannot decide.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := m.key(r)
+		if err != nil {
+			m.onError(w, r, next, fmt.Errorf("%w: %w", ErrKey, err))
+			return
+		}
+		n := int64(1)
+		if m.cost != nil {
+			n = m.cost(r)
+		}
+		res, err := m.lim.AllowN(r.Context(), key, n)
+		if err != nil {
+			m.onError(w, r, next, err)
+			return
+		}
+		m.setHeaders(w.Header(), res)
+		r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
+		if !res.Allowed {
+			m.deny.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type resultKey struct{}
+
+// ResultFromContext returns the decision the middleware made for the
+// request whose context ctx is, in the handler it wraps and in the deny
+// handler.
+func ResultFromContext(ctx context.Context) (ratelimit.Result, bool) {
+	r, ok := ctx.Value(resultKey{}).(ratelimit.Result)
+	return r, ok
+}
+
+// ipKey is the default KeyFunc: "ip:" and the client address, or its
+// prefix for IPv6.
+func (m *Middleware) ipKey(r *http.Request) (string, error) {
+	a, err := ClientIP(r, m.header, m.trusted)
+	if err != nil {
+		return "", err
+	}
+	if a.Is6() && m.v6bits < 128 {
+		return "ip:" + netip.PrefixFrom(a, m.v6bits).Masked().String(), nil
+	}
+	return "ip:" + a.String(), nil
+}
+
+// maxSFInteger is the largest structured-field Integer (15 digits).
+const maxSFInteger = 999_999_999_999_999
+
+// setHeaders writes the rate-limit fields of res.
+func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
+	q := res.Limit
+	if q <= 0 || res.Degraded && m.cfg.OnFailure == ratelimit.FailLocal {
+		// FailLocal's Result has the local share as its Limit: say the policy's
+		q = m.cfg.Limit
+	}
+	q = min(max(q, 0), maxSFInteger)
+	w := m.cfg.Window
+	if m.cfg.Limit > 0 && q != m.cfg.Limit {
+		// a burst: q units are granted over Window x q / Limit
+		w = time.Duration(math.Ceil(float64(m.cfg.Window) * float64(q) / float64(m.cfg.Limit)))
+	}
+	ws := max(ceilSeconds(w), 1)
+	h.Set("RateLimit-Policy", m.name+";q="+strconv.FormatInt(q, 10)+";w="+strconv.FormatInt(ws, 10))
+	var rem, t int64
+	if !res.Degraded {
+		rem = min(max(res.Remaining, 0), maxSFInteger)
+		t = ceilSeconds(res.ResetAfter)
+		h.Set("RateLimit", m.name+";r="+strconv.FormatInt(rem, 10)+";t="+strconv.FormatInt(t, 10))
+	}
+	if m.legacy {
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(q, 10))
+		if !res.Degraded {
+			h.Set("X-RateLimit-Remaining", strconv.FormatInt(rem, 10))
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(t, 10))
+		}
+	}
+	if !res.Allowed && res.RetryAfter != ratelimit.Never {
+		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(res.RetryAfter), 1), 10))
+	}
+}
+
+// ceilSeconds returns d in whole seconds, rounded up, within [0, maxSFInteger].
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return min(s, maxSFInteger)
+}
+
+// sfString serializes s as a structured-field String (RFC 9651, 4.1.6):
+// printable ASCII between double quotes, with '"' and '\' escaped.
+func sfString(s string) (string, error) {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e {
+			return "", fmt.Errorf("byte %#x at %d is not printable ASCII", c, i)
+		}
+		if c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	b.WriteByte('"')
+	return b.String(), nil
+}
