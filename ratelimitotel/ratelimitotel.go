@@ -1,0 +1,360 @@
+// Package ratelimitotel reports the decisions of ratelimit Limiters to
+// OpenTelemetry: metrics and a span per decision, through the facade's
+// Observer hook (ratelimit.WithObserver). It is a module of its own, so that
+// the library's go.mod never requires OpenTelemetry; it uses the
+// OpenTelemetry API only, and the application chooses the SDK.
+//
+//	obs, err := ratelimitotel.New() // the global MeterProvider and TracerProvider
+//	lim, err := ratelimit.New(rdb, cfg, ratelimit.WithObserver(obs))
+//
+// The meter and the tracer are named ScopeName, the import path. One
+// Observer may serve every Limiter of a process: the policy name
+// (Config.Name) tells them apart.
+//
+// # Metrics
+//
+//   - ratelimit.decisions (counter, {decision}): every decision, reset and
+//     failed call. Attributes ratelimit.policy, ratelimit.algorithm,
+//     ratelimit.operation (allow, peek, reset), ratelimit.decision (allowed,
+//     denied, degraded: the failure policy decided because Redis failed or
+//     was not called; error: the call returned an error; reset: a reset
+//     that succeeded) and, for errors, error.type.
+//   - ratelimit.decision.duration (histogram, s): how long each of them
+//     took, with the same attributes.
+//   - ratelimit.degraded.decisions (counter, {decision}): the degraded
+//     decisions, with ratelimit.policy, ratelimit.algorithm,
+//     ratelimit.operation, ratelimit.allowed (what the failure policy
+//     decided) and error.type (why: circuit_open, timeout, canceled,
+//     backend).
+//   - ratelimit.breaker.state (gauge, 1 or 0): the circuit breaker's state
+//     as last seen by a decision of the policy, one series per state
+//     (ratelimit.breaker.state: closed, open, half-open) with value 1 for the
+//     current state and 0 for the others, with ratelimit.policy. Recorded
+//     when the state seen changes. Limiters built by NewLocal have no
+//     breaker and report closed.
+//
+// error.type is one of invalid_key, invalid_cost, invalid_option,
+// invalid_limit, circuit_open, timeout, canceled, backend or _OTHER.
+//
+// # Spans
+//
+// Each decision is a span named ratelimit.allow, ratelimit.peek or
+// ratelimit.reset, a child of the span in the caller's ctx, that starts at
+// Decision.Start and lasts Decision.Duration. It carries the metric
+// attributes plus ratelimit.cost, ratelimit.limit, ratelimit.remaining,
+// ratelimit.retry_after and ratelimit.reset_after (seconds; retry_after is
+// -1 for a request that can never pass), ratelimit.degraded,
+// ratelimit.cached (the denial cache decided) and ratelimit.breaker.state.
+// A call that returned an error records it on the span and sets the status
+// to Error; a denial is not an error. The span is made once the decision is
+// known, so spans that a Redis client's instrumentation makes during the
+// decision are its siblings, not its children.
+//
+// # Privacy
+//
+// The subject key is never an attribute, of a metric or of a span: keys are
+// unbounded in number, which would explode the metrics' cardinality, and
+// they may be personal data (user ids, IP addresses). ratelimit.Decision
+// does not even carry it.
+package ratelimitotel
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// ScopeName is the name of the meter and the tracer: the import path.
+const ScopeName = "github.com/ratekit/ratelimit/ratelimitotel"
+
+// Metric names.
+const (
+	MetricDecisions         = "ratelimit.decisions"
+	MetricDecisionDuration  = "ratelimit.decision.duration"
+	MetricDegradedDecisions = "ratelimit.degraded.decisions"
+	MetricBreakerState      = "ratelimit.breaker.state"
+)
+
+// Attribute keys.
+const (
+	AttrPolicy       = attribute.Key("ratelimit.policy")
+	AttrAlgorithm    = attribute.Key("ratelimit.algorithm")
+	AttrOperation    = attribute.Key("ratelimit.operation")
+	AttrDecision     = attribute.Key("ratelimit.decision")
+	AttrAllowed      = attribute.Key("ratelimit.allowed")
+	AttrErrorType    = attribute.Key("error.type")
+	AttrBreakerState = attribute.Key("ratelimit.breaker.state")
+	AttrCost         = attribute.Key("ratelimit.cost")
+	AttrLimit        = attribute.Key("ratelimit.limit")
+	AttrRemaining    = attribute.Key("ratelimit.remaining")
+	AttrRetryAfter   = attribute.Key("ratelimit.retry_after")
+	AttrResetAfter   = attribute.Key("ratelimit.reset_after")
+	AttrDegraded     = attribute.Key("ratelimit.degraded")
+	AttrCached       = attribute.Key("ratelimit.cached")
+)
+
+// Values of AttrDecision.
+const (
+	DecisionAllowed  = "allowed"
+	DecisionDenied   = "denied"
+	DecisionDegraded = "degraded"
+	DecisionError    = "error"
+	DecisionReset    = "reset"
+)
+
+// durationBounds are the histogram's bucket boundaries in seconds: a
+// decision takes from microseconds (denial cache, local twin) to the
+// facade's timeout.
+var durationBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+
+// breakerStates are the states a breaker gauge has a series for.
+var breakerStates = []ratelimit.BreakerState{ratelimit.BreakerClosed, ratelimit.BreakerOpen, ratelimit.BreakerHalfOpen}
+
+// Option configures an Observer.
+type Option func(*config)
+
+type config struct {
+	mp metric.MeterProvider
+	tp trace.TracerProvider
+}
+
+// WithMeterProvider sets the MeterProvider the metrics are made with; the
+// default is the global one (otel.GetMeterProvider). A nil mp is ignored.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) {
+		if mp != nil {
+			c.mp = mp
+		}
+	}
+}
+
+// WithTracerProvider sets the TracerProvider the spans are made with; the
+// default is the global one (otel.GetTracerProvider). A nil tp is ignored.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) {
+		if tp != nil {
+			c.tp = tp
+		}
+	}
+}
+
+// Observer implements ratelimit.Observer with OpenTelemetry metrics and
+// spans. It is safe for concurrent use; one Observer may serve every
+// Limiter of a process.
+type Observer struct {
+	tracer    trace.Tracer
+	decisions metric.Int64Counter
+	duration  metric.Float64Histogram
+	degraded  metric.Int64Counter
+	breaker   metric.Int64Gauge
+
+	attrSets sync.Map // attrKey -> metric.MeasurementOption
+	breakers sync.Map // policy name -> *breakerSeen
+}
+
+var _ ratelimit.Observer = (*Observer)(nil)
+
+// New returns an Observer that makes its instruments with the MeterProvider
+// and its spans with the TracerProvider that opts choose, the globals by
+// default. It fails when an instrument cannot be made.
+func New(opts ...Option) (*Observer, error) {
+	c := config{}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	m := c.mp.Meter(ScopeName)
+	o := &Observer{tracer: c.tp.Tracer(ScopeName)}
+	var err, e error
+	o.decisions, e = m.Int64Counter(MetricDecisions, metric.WithUnit("{decision}"),
+		metric.WithDescription("Rate-limit decisions, by policy, algorithm, operation and outcome."))
+	err = errors.Join(err, e)
+	o.duration, e = m.Float64Histogram(MetricDecisionDuration, metric.WithUnit("s"),
+		metric.WithDescription("How long rate-limit decisions took."),
+		metric.WithExplicitBucketBoundaries(durationBounds...))
+	err = errors.Join(err, e)
+	o.degraded, e = m.Int64Counter(MetricDegradedDecisions, metric.WithUnit("{decision}"),
+		metric.WithDescription("Rate-limit decisions made by the failure policy because Redis failed or was not called, by cause."))
+	err = errors.Join(err, e)
+	o.breaker, e = m.Int64Gauge(MetricBreakerState, metric.WithUnit("1"),
+		metric.WithDescription("The circuit breaker's state: 1 for the current state, 0 for the others."))
+	err = errors.Join(err, e)
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// attrKey is everything a decision's metric attributes depend on; every
+// field has few values, so the cache of attribute sets stays small.
+type attrKey struct {
+	policy, algorithm, op, decision, errType string
+	degraded                                 bool // the degraded counter's set (decision is then allowed or denied)
+}
+
+func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
+	if v, ok := o.attrSets.Load(k); ok {
+		return v.(metric.MeasurementOption)
+	}
+	kv := []attribute.KeyValue{AttrPolicy.String(k.policy), AttrAlgorithm.String(k.algorithm), AttrOperation.String(k.op)}
+	if k.degraded {
+		kv = append(kv, AttrAllowed.Bool(k.decision == DecisionAllowed))
+	} else {
+		kv = append(kv, AttrDecision.String(k.decision))
+	}
+	if k.errType != "" {
+		kv = append(kv, AttrErrorType.String(k.errType))
+	}
+	v, _ := o.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
+	return v.(metric.MeasurementOption)
+}
+
+// Observe records d: see the package doc. It implements ratelimit.Observer.
+func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
+	k := attrKey{policy: d.Policy, algorithm: string(d.Algorithm), op: d.Op, decision: decisionOf(d)}
+	if d.Err != nil {
+		k.errType = ErrorType(d.Err)
+	}
+	set := o.attrs(k)
+	o.decisions.Add(ctx, 1, set)
+	o.duration.Record(ctx, d.Duration.Seconds(), set)
+	if d.Degraded {
+		dk := attrKey{policy: k.policy, algorithm: k.algorithm, op: k.op, degraded: true,
+			decision: DecisionDenied, errType: ErrorType(d.Cause)}
+		if d.Result.Allowed {
+			dk.decision = DecisionAllowed
+		}
+		o.degraded.Add(ctx, 1, o.attrs(dk))
+	}
+	o.recordBreaker(ctx, d.Policy, d.Breaker)
+	o.span(ctx, d, k)
+}
+
+// decisionOf is the value of AttrDecision for d.
+func decisionOf(d ratelimit.Decision) string {
+	switch {
+	case d.Err != nil:
+		return DecisionError
+	case d.Op == "reset":
+		return DecisionReset
+	case d.Degraded:
+		return DecisionDegraded
+	case d.Result.Allowed:
+		return DecisionAllowed
+	}
+	return DecisionDenied
+}
+
+// ErrorType classifies err for the error.type attribute: invalid_key,
+// invalid_cost, invalid_option, invalid_limit, circuit_open, timeout,
+// canceled, backend, or _OTHER; "" for a nil err.
+func ErrorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, strategy.ErrInvalidKey):
+		return "invalid_key"
+	case errors.Is(err, strategy.ErrInvalidCost):
+		return "invalid_cost"
+	case errors.Is(err, strategy.ErrInvalidOption):
+		return "invalid_option"
+	case errors.Is(err, strategy.ErrInvalidLimit):
+		return "invalid_limit"
+	case errors.Is(err, ratelimit.ErrCircuitOpen):
+		return "circuit_open"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, strategy.ErrBackend):
+		return "backend"
+	}
+	return "_OTHER"
+}
+
+// breakerSeen is the breaker state last recorded for one policy.
+type breakerSeen struct {
+	state atomic.Int32 // -1 until first recorded
+	mu    sync.Mutex   // orders the recordings of changes
+	sets  []metric.RecordOption
+}
+
+func (o *Observer) recordBreaker(ctx context.Context, policy string, s ratelimit.BreakerState) {
+	v, ok := o.breakers.Load(policy)
+	if !ok {
+		b := &breakerSeen{}
+		b.state.Store(-1)
+		for _, st := range breakerStates {
+			b.sets = append(b.sets, metric.WithAttributeSet(attribute.NewSet(AttrPolicy.String(policy), AttrBreakerState.String(st.String()))))
+		}
+		v, _ = o.breakers.LoadOrStore(policy, b)
+	}
+	b := v.(*breakerSeen)
+	if b.state.Load() == int32(s) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state.Load() == int32(s) {
+		return
+	}
+	for i, st := range breakerStates {
+		var one int64
+		if st == s {
+			one = 1
+		}
+		o.breaker.Record(ctx, one, b.sets[i])
+	}
+	b.state.Store(int32(s))
+}
+
+func (o *Observer) span(ctx context.Context, d ratelimit.Decision, k attrKey) {
+	start := d.Start
+	if start.IsZero() {
+		start = time.Now().Add(-d.Duration)
+	}
+	kv := []attribute.KeyValue{
+		AttrPolicy.String(k.policy), AttrAlgorithm.String(k.algorithm), AttrOperation.String(k.op),
+		AttrDecision.String(k.decision),
+	}
+	if d.Op != "reset" && d.Err == nil {
+		retry := d.Result.RetryAfter.Seconds()
+		if d.Result.RetryAfter == strategy.Never {
+			retry = -1
+		}
+		kv = append(kv, AttrCost.Int64(d.N), AttrLimit.Int64(d.Result.Limit), AttrRemaining.Int64(d.Result.Remaining),
+			AttrRetryAfter.Float64(retry), AttrResetAfter.Float64(d.Result.ResetAfter.Seconds()),
+			AttrAllowed.Bool(d.Result.Allowed), AttrDegraded.Bool(d.Degraded), AttrCached.Bool(d.Cached))
+	}
+	kv = append(kv, AttrBreakerState.String(d.Breaker.String()))
+	if k.errType != "" {
+		kv = append(kv, AttrErrorType.String(k.errType))
+	}
+	_, sp := o.tracer.Start(ctx, "ratelimit."+d.Op, trace.WithTimestamp(start), trace.WithAttributes(kv...))
+	if d.Err != nil {
+		sp.RecordError(d.Err, trace.WithTimestamp(start.Add(d.Duration)))
+		sp.SetStatus(codes.Error, d.Err.Error())
+	} else if d.Degraded && d.Cause != nil {
+		sp.AddEvent("ratelimit.degraded", trace.WithTimestamp(start.Add(d.Duration)),
+			trace.WithAttributes(AttrErrorType.String(ErrorType(d.Cause))))
+	}
+	sp.End(trace.WithTimestamp(start.Add(d.Duration)))
+}
