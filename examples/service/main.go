@@ -1,0 +1,228 @@
+// Command service is a small HTTP service rate-limited per endpoint: the
+// policies of policies.json (or of -policies), the httplimit middleware with
+// the draft-11 RateLimit headers, and Limiter.Wait pacing the service's own
+// calls to an upstream API. It keeps its limits in an embedded miniredis by
+// default, or in a real Redis with -redis:
+//
+//	go run ./examples/service                          # embedded miniredis
+//	go run ./examples/service -redis 127.0.0.1:6379    # a real Redis
+//	curl -i -X POST localhost:8080/login               # 6th within a minute: 429
+//
+// Endpoints:
+//
+//	POST /login   policy "login", per client IP
+//	GET  /search  policy "search", per X-API-Key (per client IP without one)
+//	POST /upload  policy "upload", per X-API-Key, costing one unit per KiB of body
+//	GET  /report  paces its upstream calls with policy "upstream" and Wait
+//	GET  /healthz unlimited
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/httplimit"
+)
+
+// DefaultPolicies is the service's configuration when -policies is not
+// given: one policy per endpoint, each with the algorithm that suits it.
+//
+//go:embed policies.json
+var DefaultPolicies []byte
+
+// Config is what NewHandler builds the service from.
+type Config struct {
+	// Policies must hold "login", "search", "upload" and "upstream".
+	Policies ratelimit.Policies
+	// TrustedProxies are the CIDRs of reverse proxies whose X-Forwarded-For
+	// is believed; none: the TCP peer is the client.
+	TrustedProxies []string
+	// LimiterOptions apply to every limiter (a clock in tests, an observer).
+	LimiterOptions []ratelimit.Option
+}
+
+// UpstreamKey is the subject under which policy "upstream" paces the
+// service's calls to its upstream API: one budget for the whole service.
+const UpstreamKey = "upstream-api"
+
+// NewHandler returns the service's routes, rate-limited with the policies
+// of cfg on rdb. It fails when a policy is missing or invalid.
+func NewHandler(rdb redis.Scripter, cfg Config) (http.Handler, error) {
+	set, err := ratelimit.NewSet(rdb, cfg.Policies, cfg.LimiterOptions...)
+	if err != nil {
+		return nil, err
+	}
+	var proxies []httplimit.Option
+	if len(cfg.TrustedProxies) > 0 {
+		proxies = append(proxies, httplimit.WithTrustedProxies("X-Forwarded-For", cfg.TrustedProxies...))
+	}
+	// limit wraps h with the middleware of policy name.
+	limit := func(name string, h http.HandlerFunc, opts ...httplimit.Option) (http.Handler, error) {
+		l, err := set.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		m, err := httplimit.New(l, append(opts, proxies...)...)
+		if err != nil {
+			return nil, err
+		}
+		return m.Handler(h), nil
+	}
+	perAPIKey := httplimit.WithKeyHeader("X-API-Key")
+	kib := httplimit.WithCost(func(r *http.Request) int64 { return max(1, (r.ContentLength+1023)/1024) })
+
+	mux := http.NewServeMux()
+	routes := []struct {
+		pattern, policy string
+		h               http.HandlerFunc
+		opts            []httplimit.Option
+	}{
+		{"POST /login", "login", login, nil},
+		{"GET /search", "search", search, []httplimit.Option{perAPIKey}},
+		{"POST /upload", "upload", upload, []httplimit.Option{perAPIKey, kib}},
+	}
+	for _, rt := range routes {
+		h, err := limit(rt.policy, rt.h, rt.opts...)
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle(rt.pattern, h)
+	}
+	upstream, err := set.Get("upstream")
+	if err != nil {
+		return nil, err
+	}
+	mux.HandleFunc("GET /report", report(upstream))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	return mux, nil
+}
+
+func login(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "welcome\n") }
+
+func search(w http.ResponseWriter, r *http.Request) {
+	fmt.Fprintf(w, "results for %q\n", r.URL.Query().Get("q"))
+}
+
+func upload(w http.ResponseWriter, r *http.Request) {
+	n, err := io.Copy(io.Discard, r.Body)
+	if err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	fmt.Fprintf(w, "stored %d bytes\n", n)
+}
+
+// report calls the upstream API, which allows the service only so many
+// calls a second: rather than be refused upstream, it waits for its turn,
+// at most 5 seconds.
+func report(upstream *ratelimit.Limiter) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		if _, err := upstream.Wait(ctx, UpstreamKey); err != nil {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "upstream busy, try again", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "report ready (waited %s for the upstream)\n", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// run parses args, starts the service and serves until ctx ends. ready, if
+// not nil, is told the address it listens on.
+func run(ctx context.Context, args []string, logw io.Writer, ready func(addr string)) error {
+	fs := flag.NewFlagSet("service", flag.ContinueOnError)
+	fs.SetOutput(logw)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	redisAddr := fs.String("redis", "", "Redis address (host:port); empty runs an embedded miniredis")
+	policiesPath := fs.String("policies", "", "JSON file of policies; empty uses the built-in policies.json")
+	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := log.New(logw, "service: ", log.LstdFlags)
+
+	data := DefaultPolicies
+	if *policiesPath != "" {
+		var err error
+		if data, err = os.ReadFile(*policiesPath); err != nil {
+			return err
+		}
+	}
+	policies, err := ratelimit.ParsePolicies(data)
+	if err != nil {
+		return err
+	}
+	cfg := Config{Policies: policies}
+	if *trusted != "" {
+		cfg.TrustedProxies = strings.Split(*trusted, ",")
+	}
+
+	addr := *redisAddr
+	if addr == "" {
+		mr := miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			return err
+		}
+		defer mr.Close()
+		addr = mr.Addr()
+		logger.Printf("limits kept in an embedded miniredis (use -redis host:port for a real Redis)")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+
+	h, err := NewHandler(rdb, cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	logger.Printf("listening on http://%s (policies: %s)", ln.Addr(), strings.Join(policies.Names(), ", "))
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "service:", err)
+		os.Exit(1)
+	}
+}
