@@ -1,0 +1,698 @@
+package gcra_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/gcra"
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+var ctx = context.Background()
+
+func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return mr, c
+}
+
+func realClient(t *testing.T) *redis.Client {
+	t.Helper()
+	return testredis.Shared(t).Client(t)
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			_, rdb := miniClient(t)
+			return gcra.New(rdb, lim, strategy.WithClock(c))
+		}})
+	})
+	t.Run("redis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return gcra.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+		}})
+	})
+	t.Run("local", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return gcra.NewLocal(lim, strategy.WithClock(c))
+		}})
+	})
+}
+
+func TestDifferential(t *testing.T) {
+	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
+		_, rdb := miniClient(t)
+		r, err := gcra.New(rdb, lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := gcra.NewLocal(lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, l
+	})
+}
+
+// backends runs f over the Redis strategy on miniredis and on a real Redis,
+// and over the local twin, all on a manual clock.
+func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
+	t.Helper()
+	for _, name := range []string{"miniredis", "redis", "local"} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch)
+			f(t, newBackend(t, name, lim, clock), clock)
+		})
+	}
+}
+
+func newBackend(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
+	t.Helper()
+	var st strategy.Strategy
+	var err error
+	switch name {
+	case "miniredis":
+		_, rdb := miniClient(t)
+		st, err = gcra.New(rdb, lim, strategy.WithClock(clock))
+	case "redis":
+		st, err = gcra.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+	case "local":
+		st, err = gcra.NewLocal(lim, strategy.WithClock(clock))
+	default:
+		t.Fatalf("unknown backend %q", name)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func mustAllowN(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
+	t.Helper()
+	r, err := st.AllowN(ctx, key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
+	}
+	return r
+}
+
+func TestEmissionInterval(t *testing.T) {
+	// 4 per second, burst 6: one unit every 250 ms, up to 6 at once.
+	backends(t, strategy.Limit{Limit: 4, Window: time.Second, Burst: 6}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		if r := mustAllowN(t, st, "k", 6); !r.Allowed || r.Remaining != 0 || r.ResetAfter != 1500*time.Millisecond {
+			t.Fatalf("AllowN(6) on an idle subject = %+v, want allowed, Remaining 0, ResetAfter 1.5s", r)
+		}
+		clock.Advance(249 * time.Millisecond)
+		if r := mustAllowN(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond || r.ResetAfter != 1251*time.Millisecond {
+			t.Fatalf("at 249ms: %+v, want denied with RetryAfter 1ms, ResetAfter 1251ms", r)
+		}
+		clock.Advance(time.Millisecond)
+		if r := mustAllowN(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+			t.Fatalf("at 250ms: %+v, want allowed with Remaining 0", r)
+		}
+		if r := mustAllowN(t, st, "k", 3); r.Allowed || r.RetryAfter != 750*time.Millisecond {
+			t.Fatalf("AllowN(3) at 250ms: %+v, want denied with RetryAfter 750ms", r)
+		}
+		clock.Advance(10 * time.Second)
+		if r := mustAllowN(t, st, "k", 0); !r.Allowed || r.Remaining != 6 || r.ResetAfter != 0 {
+			t.Fatalf("after 10s idle: %+v, want full capacity (Remaining 6, ResetAfter 0), never more", r)
+		}
+	})
+}
+
+func TestServerTime(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		st, err := gcra.New(realClient(t), strategy.PerMinute(2), strategy.WithPrefix(testredis.Prefix(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAllowN(t, st, "k", 2)
+		r := mustAllowN(t, st, "k", 1)
+		if r.Allowed || r.RetryAfter <= 25*time.Second || r.RetryAfter > 30*time.Second {
+			t.Fatalf("third request of 2/min by the server's TIME: %+v, want denied with RetryAfter in (25s, 30s]", r)
+		}
+	})
+	mr, rdb := miniClient(t)
+	st, err := gcra.New(rdb, strategy.Limit{Limit: 3, Window: time.Second, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr.SetTime(conformance.Epoch)
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatal("first request denied")
+	}
+	mr.SetTime(conformance.Epoch.Add(333 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		t.Fatalf("at +333ms by the server's TIME: %+v, want denied with RetryAfter 1ms (the interval is 333.3ms)", r)
+	}
+	mr.SetTime(conformance.Epoch.Add(334 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatalf("at +334ms by the server's TIME: %+v, want allowed", r)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	lim := strategy.Limit{Limit: 5, Window: time.Minute, Burst: 10} // a unit every 12s
+	t.Run("miniredis", func(t *testing.T) {
+		mr, rdb := miniClient(t)
+		st, _ := gcra.New(rdb, lim)
+		mr.SetTime(conformance.Epoch)
+		r, _ := st.AllowN(ctx, "k", 3)
+		if ttl := mr.TTL(st.Key("k")); ttl != 36*time.Second || ttl != r.ResetAfter {
+			t.Fatalf("TTL after 3 units = %v, ResetAfter %v, want both 36s (3 intervals of 12s)", ttl, r.ResetAfter)
+		}
+		mr.FastForward(36*time.Second - time.Millisecond)
+		if !mr.Exists(st.Key("k")) {
+			t.Fatal("key gone before its TAT")
+		}
+		mr.FastForward(time.Millisecond)
+		if mr.Exists(st.Key("k")) {
+			t.Fatal("key still exists at its TAT")
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		rdb := realClient(t)
+		st, _ := gcra.New(rdb, lim, strategy.WithPrefix(testredis.Prefix(t)))
+		r, _ := st.AllowN(ctx, "k", 3)
+		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 30*time.Second || ttl > r.ResetAfter || r.ResetAfter != 36*time.Second {
+			t.Fatalf("PTTL after 3 units = %v, ResetAfter %v, want ResetAfter 36s and PTTL in (30s, 36s]", ttl, r.ResetAfter)
+		}
+		if err := st.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
+			t.Fatal("key exists after Reset")
+		}
+	})
+}
+
+func TestPeekAndDenialWriteNothing(t *testing.T) {
+	mr, rdb := miniClient(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := gcra.New(rdb, strategy.PerMinute(5), strategy.WithClock(clock))
+	if _, err := st.Peek(ctx, "never-seen"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AllowN(ctx, "never-seen", 6); err != nil { // denied: more than capacity
+		t.Fatal(err)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
+	}
+	mustAllowN(t, st, "k", 5)
+	state := func() string {
+		v, _ := mr.Get(st.Key("k"))
+		return fmt.Sprint(v, " ", mr.TTL(st.Key("k")))
+	}
+	before := state()
+	clock.Advance(5 * time.Second)
+	for _, n := range []int64{0, 1, 2} { // 5s is 5/12 of an interval: not one unit yet
+		if r := mustAllowN(t, st, "k", n); r.Allowed || r.Remaining != 0 {
+			t.Fatalf("AllowN(%d) with no capacity left = %+v, want denied with Remaining 0", n, r)
+		}
+	}
+	if after := state(); after != before {
+		t.Fatalf("Peek and denials changed the key: before %s, after %s", before, after)
+	}
+}
+
+// TestStoredValue: the key holds TAT as an integer, whole ms then, when
+// the emission interval is fractional, the remainder in 1/lp ms.
+func TestStoredValue(t *testing.T) {
+	epoch := conformance.Epoch.UnixMilli()
+	for _, c := range []struct {
+		lim  strategy.Limit
+		n    []int64
+		want string
+	}{
+		{strategy.PerMinute(100), []int64{1}, fmt.Sprint(epoch + 600)},
+		{strategy.PerMinute(100), []int64{1, 2}, fmt.Sprint(epoch + 1800)},
+		{strategy.PerSecond(3), []int64{1}, fmt.Sprintf("%d1", epoch+333)},                                   // 333 1/3 ms
+		{strategy.PerSecond(3), []int64{1, 1}, fmt.Sprintf("%d2", epoch+666)},                                // 666 2/3 ms
+		{strategy.PerSecond(3), []int64{3}, fmt.Sprintf("%d0", epoch+1000)},                                  // 1000 ms, remainder 0
+		{strategy.Limit{Limit: 7, Window: 333 * time.Millisecond}, []int64{2}, fmt.Sprintf("%d1", epoch+95)}, // 666/7 = 95 1/7 ms
+		{strategy.Limit{Limit: 1000003, Window: time.Second}, []int64{1}, fmt.Sprint(epoch) + "0001000"},     // 1000/1000003 ms
+	} {
+		t.Run(fmt.Sprint(c.lim, c.n), func(t *testing.T) {
+			for _, backend := range []string{"miniredis", "redis"} {
+				var rdb *redis.Client
+				opts := []strategy.Option{strategy.WithClock(conformance.NewClock(conformance.Epoch))}
+				if backend == "miniredis" {
+					_, rdb = miniClient(t)
+				} else {
+					rdb = realClient(t)
+					opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
+				}
+				st, _ := gcra.New(rdb, c.lim, opts...)
+				for _, n := range c.n {
+					if r := mustAllowN(t, st, "user:42", n); !r.Allowed {
+						t.Fatalf("%s: AllowN(%d) denied: %+v", backend, n, r)
+					}
+				}
+				if got, err := rdb.Get(ctx, st.Key("user:42")).Result(); err != nil || got != c.want {
+					t.Fatalf("%s: GET %s = %q (%v), want %q", backend, st.Key("user:42"), got, err, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestLimitChange: a key written under one limit and read under another
+// (with another encoding of TAT) never errs and never makes a subject wait
+// longer than its full capacity takes to come back.
+func TestLimitChange(t *testing.T) {
+	mr, rdb := miniClient(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	fractional, _ := gcra.New(rdb, strategy.PerSecond(3), strategy.WithClock(clock))
+	whole, _ := gcra.New(rdb, strategy.PerMinute(100), strategy.WithClock(clock))
+	mustAllowN(t, fractional, "k", 2) // ms and a remainder digit: read by whole as ten times the ms
+	r := mustAllowN(t, whole, "k", 0)
+	if r.Remaining < 0 || r.ResetAfter > time.Minute || r.RetryAfter > 600*time.Millisecond {
+		t.Fatalf("Peek under the new limit = %+v, want at worst an exhausted subject (ResetAfter <= 1m, RetryAfter <= 600ms)", r)
+	}
+	mr.FlushAll()
+	mustAllowN(t, whole, "k", 100) // read by fractional as a tenth of its ms: long passed
+	if r := mustAllowN(t, fractional, "k", 0); r.Remaining != 3 {
+		t.Fatalf("Peek under the new limit = %+v, want an idle subject", r)
+	}
+}
+
+// TestMemoryUsage measures what one subject costs on a real Redis.
+func TestMemoryUsage(t *testing.T) {
+	rdb := realClient(t)
+	st, _ := gcra.New(rdb, strategy.PerMinute(100))
+	key := st.Key("user:42")
+	if err := st.Reset(ctx, "user:42"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Reset(ctx, "user:42") })
+	for i := 0; i < 100; i++ {
+		mustAllowN(t, st, "user:42", 1)
+	}
+	bytes, err := rdb.MemoryUsage(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := rdb.ObjectEncoding(ctx, key).Val()
+	t.Logf("MEMORY USAGE %s after 100 requests = %d bytes (encoding %s)", key, bytes, enc)
+	if enc != "int" {
+		t.Errorf("encoding %q, want int", enc)
+	}
+	// 24 (dict entry) + 32 (the 17-byte key name) + 16 (object header): the
+	// least any key of this name costs on Redis 7.0 with jemalloc
+	if bytes > 72 {
+		t.Errorf("MEMORY USAGE = %d bytes, want <= 72", bytes)
+	}
+}
+
+func TestKeyLayout(t *testing.T) {
+	_, rdb := miniClient(t)
+	st, _ := gcra.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
+	for subject, want := range map[string]string{
+		"user:42":   "app:gcra:{user:42}",
+		"{x}":       "app:gcra:{%7Bx%7D}",
+		"a#1":       "app:gcra:{a%231}",
+		"100%":      "app:gcra:{100%25}",
+		"ключ":      "app:gcra:{ключ}",
+		"nul\x00in": "app:gcra:{nul\x00in}",
+	} {
+		if got := st.Key(subject); got != want {
+			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	_, rdb := miniClient(t)
+	for _, c := range []struct {
+		name  string
+		lim   strategy.Limit
+		opts  []strategy.Option
+		field string
+	}{
+		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
+		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
+		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
+		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
+		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
+		{"burst too large to be exact", strategy.Limit{Limit: 1, Window: strategy.MaxWindow, Burst: 1 << 20}, nil, "Burst"},
+		{"limit too large to be exact", strategy.Limit{Limit: 1<<40 - 1, Window: 8192 * time.Millisecond}, nil, "Limit"},
+		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := gcra.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
+			}
+			if _, err := gcra.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
+			}
+		})
+	}
+	if _, err := gcra.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
+		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
+	}
+	// the largest exact limits are accepted
+	for _, lim := range []strategy.Limit{
+		{Limit: strategy.MaxUnits, Window: time.Second, Burst: strategy.MaxUnits},
+		{Limit: 1 << 20, Window: time.Second, Burst: 1 << 30},
+		{Limit: 7, Window: 24 * time.Hour, Burst: 1e6},
+	} {
+		if _, err := gcra.NewLocal(lim); err != nil {
+			t.Errorf("NewLocal(%v): %v, want accepted", lim, err)
+		}
+	}
+}
+
+// TestBurstIgnoredAtLimitZero: a Limit of 0 denies everything, whatever
+// Burst says, and never touches Redis.
+func TestBurstIgnoredAtLimitZero(t *testing.T) {
+	backends(t, strategy.Limit{Limit: 0, Window: time.Second, Burst: 5}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		for _, n := range []int64{0, 1, 5} {
+			r := mustAllowN(t, st, "k", n)
+			if r != (strategy.Result{RetryAfter: strategy.Never}) {
+				t.Errorf("AllowN(%d) at Limit 0 = %+v, want denied with Limit 0, RetryAfter Never", n, r)
+			}
+		}
+	})
+}
+
+// TestSteadyClientNeverDenied: a client that never runs ahead of the rate
+// (by t ms after it started it has sent floor(t × Limit/Window) units) is
+// never denied, over many windows, however awkward the emission interval.
+// Requests fall on whole milliseconds, so unless the interval is a whole
+// number of milliseconds the client sometimes sends up to 1 ms × rate + 1
+// units in less than their time: the capacity is the smallest that allows
+// that, 1 + ceil(rate × 1 ms). An approximate (rounded or floating-point)
+// interval would drift and end up denying such a client.
+func TestSteadyClientNeverDenied(t *testing.T) {
+	for _, lim := range []strategy.Limit{
+		{Limit: 10, Window: time.Second, Burst: 1}, // 100 ms exactly: capacity 1 suffices
+		{Limit: 7, Window: 333 * time.Millisecond, Burst: 2},
+		{Limit: 3, Window: time.Second, Burst: 2},
+		{Limit: 100, Window: time.Minute, Burst: 2},
+		{Limit: 11, Window: 7 * time.Millisecond, Burst: 3},
+		{Limit: 1 << 20, Window: time.Second, Burst: 1050},
+	} {
+		t.Run(lim.String(), func(t *testing.T) {
+			backends(t, lim, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+				target := 150 // a round trip each: keep the Redis runs short
+				if _, ok := st.(*gcra.Local); ok {
+					target = 3000
+				}
+				w := lim.Window.Milliseconds()
+				var sent int64
+				for requests := 0; requests < target; requests++ {
+					ms := (sent*w + w + lim.Limit - 1) / lim.Limit // the first ms at which unit sent+1 is due
+					n := ms*lim.Limit/w - sent
+					clock.Set(conformance.Epoch.Add(time.Duration(ms) * time.Millisecond))
+					if r := mustAllowN(t, st, "steady", n); !r.Allowed {
+						t.Fatalf("at %dms, %d units (total %d, what the rate allows by then): %+v", ms, n, sent+n, r)
+					}
+					sent += n
+				}
+			})
+		})
+	}
+}
+
+// TestNeverAboveRate: whatever the requests, the units allowed in any closed
+// interval [a, b] never exceed capacity + Limit × (b - a) / Window.
+func TestNeverAboveRate(t *testing.T) {
+	// Long intervals: a real Redis expires keys on its own clock, which runs
+	// on while the manual clock waits, so a key must outlive any stall of the
+	// test (an interval of 4.7s at least here).
+	for _, lim := range []strategy.Limit{
+		{Limit: 7, Window: 33300 * time.Millisecond, Burst: 3},
+		{Limit: 10, Window: 100 * time.Second, Burst: 15},
+		{Limit: 25, Window: 2 * time.Minute},
+	} {
+		t.Run(lim.String(), func(t *testing.T) {
+			backends(t, lim, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+				seed := uint64(time.Now().UnixNano())
+				rng := rand.New(rand.NewPCG(seed, 3))
+				type grant struct{ at, n int64 }
+				var grants []grant
+				w := lim.Window.Milliseconds()
+				ops := 300
+				if _, ok := st.(*gcra.Local); ok {
+					ops = 3000
+				}
+				for i := 0; i < ops; i++ {
+					if rng.IntN(3) == 0 {
+						clock.Advance(time.Duration(rng.Int64N(w/3+1)) * time.Millisecond)
+					}
+					n := 1 + rng.Int64N(lim.Capacity())
+					if r := mustAllowN(t, st, "k", n); r.Allowed {
+						grants = append(grants, grant{clock.Now().UnixMilli(), n})
+					}
+				}
+				if len(grants) < 10 {
+					t.Fatalf("seed %d: only %d grants", seed, len(grants))
+				}
+				for i := range grants {
+					var sum int64
+					for j := i; j < len(grants); j++ {
+						sum += grants[j].n
+						span := grants[j].at - grants[i].at
+						if sum*w > lim.Capacity()*w+lim.Limit*span {
+							t.Fatalf("seed %d: %d units allowed in [%d, %d] ms, more than %d + %d × %d/%d",
+								seed, sum, grants[i].at, grants[j].at, lim.Capacity(), lim.Limit, span, w)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// exactBucket is the token bucket in rational numbers, whose decisions GCRA
+// must make: the reference the integer implementations must match exactly.
+type exactBucket struct {
+	lim    strategy.Limit
+	tokens *big.Rat // nil: full
+	last   int64
+}
+
+func (e *exactBucket) allowN(now, n int64) strategy.Result {
+	c := big.NewRat(e.lim.Capacity(), 1)
+	rate := big.NewRat(e.lim.Limit, e.lim.Window.Milliseconds()) // tokens per ms
+	if e.tokens == nil {
+		e.tokens, e.last = new(big.Rat).Set(c), now
+	}
+	if now > e.last {
+		e.tokens.Add(e.tokens, new(big.Rat).Mul(rate, big.NewRat(now-e.last, 1)))
+		e.last = now
+	}
+	if e.tokens.Cmp(c) > 0 {
+		e.tokens.Set(c)
+	}
+	ms := func(tokens *big.Rat) time.Duration { // ceil(tokens / rate) ms
+		q := new(big.Rat).Quo(tokens, rate)
+		d := new(big.Int).Add(q.Num(), new(big.Int).Sub(q.Denom(), big.NewInt(1)))
+		return time.Duration(d.Div(d, q.Denom()).Int64()) * time.Millisecond
+	}
+	floor := func(x *big.Rat) int64 { return new(big.Int).Div(x.Num(), x.Denom()).Int64() }
+	want := max(n, 1)
+	res := strategy.Result{Limit: e.lim.Capacity(), Remaining: floor(e.tokens), ResetAfter: ms(new(big.Rat).Sub(c, e.tokens))}
+	need := big.NewRat(want, 1)
+	switch {
+	case want > e.lim.Capacity():
+		res.RetryAfter = strategy.Never
+	case need.Cmp(e.tokens) > 0:
+		res.RetryAfter = ms(new(big.Rat).Sub(need, e.tokens))
+	case n == 0:
+		res.Allowed = true
+	default:
+		e.tokens.Sub(e.tokens, need)
+		res.Allowed, res.Remaining, res.ResetAfter = true, floor(e.tokens), ms(new(big.Rat).Sub(c, e.tokens))
+	}
+	return res
+}
+
+// TestExactAgainstRationals: 10,000 calls with tiny irregular time steps
+// give exactly the Results of the rational-number token bucket: no unit is
+// ever gained or lost to rounding the emission interval.
+func TestExactAgainstRationals(t *testing.T) {
+	limits := []strategy.Limit{
+		{Limit: 7, Window: 333 * time.Millisecond, Burst: 5},
+		{Limit: 3, Window: time.Second},
+		{Limit: 11, Window: 7 * time.Millisecond, Burst: 4},
+		{Limit: 1 << 20, Window: time.Second, Burst: 5000},
+		{Limit: 999_999_937, Window: 997 * time.Millisecond, Burst: 1 << 20},
+	}
+	run := func(t *testing.T, st strategy.Strategy, clock *conformance.Clock, lim strategy.Limit, calls int) {
+		seed := uint64(time.Now().UnixNano())
+		rng := rand.New(rand.NewPCG(seed, 11))
+		ref := &exactBucket{lim: lim}
+		var allowed int64
+		for i := 0; i < calls; i++ {
+			if rng.IntN(50) == 0 {
+				clock.Advance(time.Duration(rng.Int64N(lim.Window.Milliseconds()+1)) * time.Millisecond)
+			} else {
+				clock.Advance(time.Duration(rng.IntN(4)) * time.Millisecond)
+			}
+			n := rng.Int64N(lim.Capacity()/2+2) / int64(1+rng.IntN(4))
+			now := clock.Now().UnixMilli()
+			got := mustAllowN(t, st, "k", n)
+			if want := ref.allowN(now, n); got != want {
+				t.Fatalf("seed %d, call %d, AllowN(%d) at +%dms:\n got  %+v\n want %+v (exact)", seed, i, n, now-conformance.Epoch.UnixMilli(), got, want)
+			}
+			if got.Allowed {
+				allowed += n
+			}
+		}
+		if allowed == 0 {
+			t.Fatalf("seed %d: nothing allowed", seed)
+		}
+	}
+	for i, lim := range limits {
+		t.Run(lim.String(), func(t *testing.T) {
+			t.Run("local", func(t *testing.T) {
+				calls := 10_000
+				if i%2 == 1 { // the reference is slow under -race: fewer calls for some limits
+					calls = 2000
+				}
+				clock := conformance.NewClock(conformance.Epoch)
+				run(t, newBackend(t, "local", lim, clock), clock, lim, calls)
+			})
+			t.Run("miniredis", func(t *testing.T) {
+				clock := conformance.NewClock(conformance.Epoch)
+				run(t, newBackend(t, "miniredis", lim, clock), clock, lim, 300)
+			})
+		})
+	}
+	t.Run("redis", func(t *testing.T) { // the script on a real Redis, 10,000 calls
+		// a long window, so that no key expires on the server's own clock
+		// while the manual clock waits
+		lim := strategy.Limit{Limit: 7, Window: 33300 * time.Millisecond, Burst: 5}
+		clock := conformance.NewClock(conformance.Epoch)
+		run(t, newBackend(t, "redis", lim, clock), clock, lim, 10_000)
+	})
+}
+
+// TestConcurrentExactlyCapacity: 64 goroutines over 4 clients hit one
+// subject at one instant; exactly the capacity is allowed.
+func TestConcurrentExactlyCapacity(t *testing.T) {
+	const capacity, goroutines, perG = 300, 64, 10
+	lim := strategy.Limit{Limit: 10, Window: time.Minute, Burst: capacity}
+	frozen := strategy.ClockFunc(func() time.Time { return conformance.Epoch })
+	run := func(t *testing.T, newStrategy func(i int) strategy.Strategy) {
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		for g := 0; g < goroutines; g++ {
+			st := newStrategy(g % 4)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perG; i++ {
+					r, err := st.AllowN(ctx, "hot", 1)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if r.Allowed {
+						allowed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if got := allowed.Load(); got != capacity {
+			t.Errorf("allowed %d of %d, want exactly %d", got, goroutines*perG, capacity)
+		}
+	}
+	t.Run("redis", func(t *testing.T) {
+		srv := testredis.Shared(t)
+		prefix := testredis.Prefix(t)
+		sts := make([]strategy.Strategy, 4)
+		for i := range sts {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: goroutines / 4})
+			t.Cleanup(func() { c.Close() })
+			st, err := gcra.New(c, lim, strategy.WithClock(frozen), strategy.WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts[i] = st
+		}
+		run(t, func(i int) strategy.Strategy { return sts[i] })
+	})
+	t.Run("local", func(t *testing.T) {
+		st, err := gcra.NewLocal(lim, strategy.WithClock(frozen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, func(int) strategy.Strategy { return st })
+	})
+}
+
+func TestLocalDropsIdleSubjects(t *testing.T) {
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := gcra.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
+	for i := 0; i < 1000; i++ {
+		st.AllowN(ctx, fmt.Sprint("subject-", i), 1)
+	}
+	if n := st.Subjects(); n != 1000 {
+		t.Fatalf("%d subjects stored after 1000 requests, want 1000", n)
+	}
+	st.Peek(ctx, "peeked")
+	if n := st.Subjects(); n != 1000 {
+		t.Fatalf("Peek of a fresh subject stored it: %d subjects", n)
+	}
+	clock.Advance(2 * time.Second) // every TAT has passed
+	for i := 0; i < 5000; i++ {    // touch every stripe (64 of them) with near certainty
+		st.Peek(ctx, fmt.Sprint("p", i))
+	}
+	if n := st.Subjects(); n != 0 {
+		t.Fatalf("%d subjects still stored once their TAT passed, want 0", n)
+	}
+}
+
+func TestLocalAllocations(t *testing.T) {
+	st, _ := gcra.NewLocal(strategy.PerSecond(1000))
+	st.AllowN(ctx, "warm", 1)
+	if a := testing.AllocsPerRun(1000, func() { st.AllowN(ctx, "warm", 1) }); a != 0 {
+		t.Errorf("AllowN on a warm subject: %v allocations, want 0", a)
+	}
+}
+
+func BenchmarkLocal(b *testing.B) {
+	st, _ := gcra.NewLocal(strategy.Limit{Limit: 1 << 30, Window: time.Second})
+	b.ReportAllocs()
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			st.AllowN(ctx, "warm", 1)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		keys := make([]string, 1024)
+		for i := range keys {
+			keys[i] = fmt.Sprint("user:", i)
+		}
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				st.AllowN(ctx, keys[i%len(keys)], 1)
+				i++
+			}
+		})
+	})
+}

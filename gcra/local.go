@@ -1,0 +1,129 @@
+package gcra
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/localstore"
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject costs a small fixed amount (two int64 and the map entry) and is
+// dropped once its theoretical arrival time has passed.
+type Local struct {
+	lim   strategy.Limit
+	clock strategy.Clock
+	sc    scale
+	store *localstore.Store[tat]
+}
+
+var (
+	_ strategy.Strategy = (*Local)(nil)
+	_ keys.ShardAware   = (*Local)(nil)
+)
+
+// tat is a theoretical arrival time: ms + frac/lp milliseconds since the
+// Unix epoch. The zero tat has long passed.
+type tat struct {
+	ms, frac int64
+}
+
+// NewLocal returns the in-process twin of New. Of the options, only
+// WithClock matters; the default clock is time.Now.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	o, sc, err := setup(lim, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := o.Clock
+	if c == nil {
+		c = strategy.ClockFunc(time.Now)
+	}
+	return &Local{lim: lim, clock: c, sc: sc, store: localstore.New[tat](lim.Window.Milliseconds())}, nil
+}
+
+// Limit returns the limit the strategy enforces.
+func (l *Local) Limit() strategy.Limit { return l.lim }
+
+// AllowN lets key spend n units if its theoretical arrival time, moved by n
+// emission intervals, stays within the capacity of now.
+func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, err
+	}
+	if l.sc.denyAll() {
+		return denyAll(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	now := l.clock.Now().UnixMilli()
+	var res strategy.Result
+	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(v *tat) int64 {
+		var expires int64
+		res, expires = l.sc.decide(v, now, n)
+		return expires
+	})
+	return res, nil
+}
+
+// decide is the script's decision, on v at now, for n units (0: peek). It
+// returns the Result and the instant from which v no longer matters.
+func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
+	var ahead int64 // how far v is after now, in 1/lp ms
+	if d := v.ms - now; d >= 0 {
+		if d > s.full/s.lp {
+			ahead = s.full
+		} else {
+			ahead = min(d*s.lp+v.frac, s.full)
+		}
+	}
+	want := max(n, 1)
+	remaining := (s.full - ahead) / s.wp
+	reset := ceilDiv(ahead, s.lp)
+	if want > s.capacity {
+		return redisx.ResultOf(false, s.capacity, remaining, -1, reset), now + reset
+	}
+	after := ahead + want*s.wp
+	switch {
+	case after > s.full:
+		return redisx.ResultOf(false, s.capacity, remaining, ceilDiv(after-s.full, s.lp), reset), now + reset
+	case n == 0:
+		return redisx.ResultOf(true, s.capacity, remaining, 0, reset), now + reset
+	}
+	v.ms, v.frac = now+after/s.lp, after%s.lp
+	reset = ceilDiv(after, s.lp)
+	return redisx.ResultOf(true, s.capacity, (s.full-after)/s.wp, 0, reset), now + reset
+}
+
+// ceilDiv is ⌈a/b⌉ for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// Peek reports key's state now without recording anything.
+func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.AllowN(ctx, key, 0)
+}
+
+// Reset forgets key: the subject starts again with full capacity.
+func (l *Local) Reset(ctx context.Context, key string) error {
+	if err := strategy.ValidateKey(key); err != nil {
+		return err
+	}
+	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
+	return nil
+}
+
+// ShardAware marks the Local as honouring the shard index that the sharded
+// wrapper passes. It does nothing.
+func (*Local) ShardAware() {}
+
+// Subjects returns how many subjects the twin holds state for.
+func (l *Local) Subjects() int { return l.store.Len() }
