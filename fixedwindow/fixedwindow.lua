@@ -1,0 +1,47 @@
+-- Fixed window counter in one integer.
+-- KEYS[1]  the subject's counter: (window index mod 4096) * 2^41 + units
+--          counted in that window; it expires when the window ends
+-- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME)
+-- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- windows are aligned to multiples of window since the Unix epoch; every
+-- value here is an integer below 2^53, so float arithmetic is exact
+local idx = math.floor(now / window)
+local left = (idx + 1) * window - now -- ms until the window ends, >= 1
+local base = (idx % 4096) * 2199023255552 -- 2^41 > any count
+local count = 0
+local v = tonumber(redis.call('GET', KEYS[1]))
+if v and v >= base and v < base + 2199023255552 then
+  count = v - base
+end
+
+local want = n
+if n == 0 then
+  want = 1
+end
+if want > limit then
+  local reset = 0
+  if count > 0 then
+    reset = left
+  end
+  return {0, math.max(limit - count, 0), -1, reset}
+end
+if count + want > limit then
+  return {0, math.max(limit - count, 0), left, left}
+end
+if n == 0 then
+  local reset = 0
+  if count > 0 then
+    reset = left
+  end
+  return {1, limit - count, 0, reset}
+end
+redis.call('SET', KEYS[1], base + count + n, 'PX', left)
+return {1, limit - count - n, 0, left}

@@ -1,0 +1,518 @@
+package fixedwindow_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/fixedwindow"
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+var ctx = context.Background()
+
+func miniClient(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return mr, c
+}
+
+func realClient(t testing.TB) *redis.Client {
+	t.Helper()
+	return testredis.Shared(t).Client(t)
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			_, rdb := miniClient(t)
+			return fixedwindow.New(rdb, lim, strategy.WithClock(c))
+		}})
+	})
+	t.Run("redis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return fixedwindow.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+		}})
+	})
+	t.Run("local", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return fixedwindow.NewLocal(lim, strategy.WithClock(c))
+		}})
+	})
+}
+
+func TestDifferential(t *testing.T) {
+	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
+		_, rdb := miniClient(t)
+		r, err := fixedwindow.New(rdb, lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := fixedwindow.NewLocal(lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, l
+	})
+}
+
+// TestDifferentialClockJumps drives the script and the twin with a client
+// clock that also jumps backwards, though never to before the start of
+// the latest window it reached: there, Redis may still hold a count that the
+// twin has dropped (a TTL runs in the server's time, the twin's expiry in
+// the clock's), and their decisions may differ.
+func TestDifferentialClockJumps(t *testing.T) {
+	const w = 200
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 2))
+	lim := strategy.Limit{Limit: 4, Window: w * time.Millisecond}
+	clock := conformance.NewClock(conformance.Epoch)
+	_, rdb := miniClient(t)
+	r, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock))
+	l, _ := fixedwindow.NewLocal(lim, strategy.WithClock(clock))
+	latest := conformance.Epoch.UnixMilli()
+	for i := 0; i < 500; i++ {
+		now := clock.Now().UnixMilli() + int64(rng.IntN(2*w)-w)
+		now = max(now, latest/w*w)
+		latest = max(latest, now)
+		clock.Set(time.UnixMilli(now))
+		key := []string{"a", "b"}[rng.IntN(2)]
+		n := int64(rng.IntN(4))
+		rr, rerr := r.AllowN(ctx, key, n)
+		lr, lerr := l.AllowN(ctx, key, n)
+		if rerr != nil || lerr != nil || rr != lr {
+			t.Fatalf("seed %d, op %d at %d ms: AllowN(%q, %d):\n redis %+v %v\n local %+v %v",
+				seed, i, now, key, n, rr, rerr, lr, lerr)
+		}
+	}
+}
+
+// TestClockBackToAnEarlierWindow: a count belongs to its window; a clock
+// that goes back to an earlier window finds it empty, not the later count.
+func TestClockBackToAnEarlierWindow(t *testing.T) {
+	backends(t, strategy.PerSecond(3), conformance.Epoch.Add(time.Second), func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
+		allow(t, st, "k", 3)
+		clock.Set(conformance.Epoch.Add(999 * time.Millisecond))
+		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 2 {
+			t.Fatalf("one window back: %+v, want allowed with Remaining 2", r)
+		}
+	})
+}
+
+// backends runs f over the Redis strategy on miniredis and on a real Redis,
+// and over the local twin, all on a manual clock starting at start.
+func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, name string, st strategy.Strategy, clock *conformance.Clock)) {
+	t.Helper()
+	for _, name := range []string{"miniredis", "redis", "local"} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock(start)
+			var st strategy.Strategy
+			var err error
+			switch name {
+			case "miniredis":
+				_, rdb := miniClient(t)
+				st, err = fixedwindow.New(rdb, lim, strategy.WithClock(clock))
+			case "redis":
+				st, err = fixedwindow.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+			case "local":
+				st, err = fixedwindow.NewLocal(lim, strategy.WithClock(clock))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, name, st, clock)
+		})
+	}
+}
+
+func allow(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
+	t.Helper()
+	r, err := st.AllowN(ctx, key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
+	}
+	return r
+}
+
+// TestWindowsAlignedToEpoch uses a window of 1.5s, which does not divide a
+// minute, and starts the clock mid-window: the edges are multiples of the
+// window since the Unix epoch, whatever the first request's time.
+func TestWindowsAlignedToEpoch(t *testing.T) {
+	const w = 1500
+	edge := (conformance.Epoch.UnixMilli()/w + 1) * w // the first edge after Epoch
+	start := time.UnixMilli(edge - 700)
+	backends(t, strategy.Limit{Limit: 2, Window: w * time.Millisecond}, start, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
+		for i := 0; i < 2; i++ {
+			if r := allow(t, st, "k", 1); !r.Allowed || r.ResetAfter != 700*time.Millisecond {
+				t.Fatalf("request %d, 700ms before an edge: %+v, want allowed with ResetAfter 700ms", i, r)
+			}
+		}
+		r := allow(t, st, "k", 1)
+		if r.Allowed || r.RetryAfter != 700*time.Millisecond || r.ResetAfter != 700*time.Millisecond || r.Remaining != 0 {
+			t.Fatalf("3rd request of 2 = %+v, want denied with RetryAfter and ResetAfter 700ms (the edge), Remaining 0", r)
+		}
+		clock.Set(time.UnixMilli(edge - 1))
+		r = allow(t, st, "k", 1)
+		if r.Allowed || r.RetryAfter != time.Millisecond {
+			t.Fatalf("1ms before the edge: %+v, want denied with RetryAfter 1ms", r)
+		}
+		clock.Set(time.UnixMilli(edge))
+		if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != w*time.Millisecond {
+			t.Fatalf("at the edge: AllowN(2) = %+v, want allowed, Remaining 0, ResetAfter 1.5s", r)
+		}
+		clock.Set(time.UnixMilli(edge + w - 1))
+		if r := allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+			t.Fatalf("at the last ms of the window: %+v, want denied with RetryAfter 1ms", r)
+		}
+	})
+}
+
+// event is an allowed request: n units at ms t.
+type event struct{ t, n int64 }
+
+// maxInWindow returns the most units that fall within one sliding period
+// (t - w, t] of the events.
+func maxInWindow(events []event, w int64) int64 {
+	var best, sum int64
+	j := 0
+	for i := range events {
+		sum += events[i].n
+		for events[j].t <= events[i].t-w {
+			sum -= events[j].n
+			j++
+		}
+		best = max(best, sum)
+	}
+	return best
+}
+
+// TestBoundaryBurstAllowsTwiceTheLimit shows the fixed window's known flaw,
+// which the package doc states: Limit units in the last millisecond of a
+// window and Limit more in the first of the next, 2 x Limit within 2 ms.
+//
+// On a real Redis the first burst comes 500ms before the edge instead: the
+// key's TTL runs in real time while the test's clock stands still, and a
+// 1ms TTL would end between two requests.
+func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
+	const limit, w = 10, 1000
+	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
+	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, name string, st strategy.Strategy, clock *conformance.Clock) {
+		if name == "redis" {
+			clock.Set(time.UnixMilli(edge - 500))
+		}
+		var events []event
+		burst := func() {
+			for i := 0; i < limit+5; i++ {
+				if r := allow(t, st, "k", 1); r.Allowed {
+					events = append(events, event{clock.Now().UnixMilli(), 1})
+				}
+			}
+		}
+		burst()
+		clock.Set(time.UnixMilli(edge))
+		burst()
+		if got := int64(len(events)); got != 2*limit {
+			t.Fatalf("allowed %d units around the edge, want exactly 2 x %d", got, limit)
+		}
+		if got := maxInWindow(events, w); got != 2*limit {
+			t.Fatalf("most units in one sliding window = %d, want 2 x %d", got, limit)
+		}
+	})
+}
+
+// TestNeverMoreThanTwiceTheLimit drives random traffic and checks the
+// documented bound: at most 2 x Limit units in any sliding window, and at
+// most Limit in any aligned window.
+func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
+	const limit, w = 7, 300
+	seed := uint64(time.Now().UnixNano())
+	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, conformance.Epoch, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var events []event
+		perWindow := map[int64]int64{}
+		for i := 0; i < 600; i++ {
+			clock.Advance(time.Duration(rng.IntN(25)) * time.Millisecond)
+			n := int64(rng.IntN(3) + 1)
+			if r := allow(t, st, "k", n); r.Allowed {
+				now := clock.Now().UnixMilli()
+				events = append(events, event{now, n})
+				perWindow[now/w] += n
+			}
+		}
+		if got := maxInWindow(events, w); got > 2*limit || got <= limit {
+			t.Fatalf("seed %d: most units in one sliding window = %d, want in (%d, %d]", seed, got, limit, 2*limit)
+		}
+		for idx, n := range perWindow {
+			if n > limit {
+				t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
+			}
+		}
+	})
+}
+
+// TestLargeCounts checks that counts near MaxUnits survive the trip
+// through Lua's numbers and Redis exactly.
+func TestLargeCounts(t *testing.T) {
+	const big = strategy.MaxUnits
+	backends(t, strategy.Limit{Limit: big, Window: strategy.MaxWindow}, conformance.Epoch, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
+		if r := allow(t, st, "k", big-1); !r.Allowed || r.Remaining != 1 {
+			t.Fatalf("AllowN(MaxUnits-1) = %+v, want allowed with Remaining 1", r)
+		}
+		if r := allow(t, st, "k", 2); r.Allowed || r.Remaining != 1 {
+			t.Fatalf("AllowN(2) = %+v, want denied with Remaining 1", r)
+		}
+		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+			t.Fatalf("AllowN(1) = %+v, want allowed with Remaining 0", r)
+		}
+	})
+}
+
+func TestServerTime(t *testing.T) {
+	mr, rdb := miniClient(t)
+	st, err := fixedwindow.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr.SetTime(conformance.Epoch.Add(200 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatal("first request denied")
+	}
+	mr.SetTime(conformance.Epoch.Add(999 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		t.Fatalf("at +999ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
+	}
+	// The key has not expired (miniredis TTLs move only with FastForward):
+	// the window index in the value tells the count is stale.
+	mr.SetTime(conformance.Epoch.Add(time.Second))
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatalf("at +1s by the server's TIME: %+v, want allowed", r)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	// 250ms into a 1s window, the counter matters for 750ms more.
+	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
+	lim := strategy.PerSecond(5)
+	t.Run("miniredis", func(t *testing.T) {
+		mr, rdb := miniClient(t)
+		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock))
+		allow(t, st, "k", 1)
+		if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
+			t.Fatalf("TTL = %v, want 750ms (until the window ends)", ttl)
+		}
+		mr.FastForward(749 * time.Millisecond)
+		if !mr.Exists(st.Key("k")) {
+			t.Fatal("key expired before its window ended")
+		}
+		mr.FastForward(time.Millisecond)
+		if mr.Exists(st.Key("k")) {
+			t.Fatal("key still exists after its window ended")
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		rdb := realClient(t)
+		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		allow(t, st, "k", 1)
+		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 750*time.Millisecond {
+			t.Fatalf("PTTL = %v, want in (0, 750ms]", ttl)
+		}
+		if err := st.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
+			t.Fatal("key exists after Reset")
+		}
+	})
+	t.Run("redis server time", func(t *testing.T) {
+		rdb := realClient(t)
+		st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
+		r := allow(t, st, "k", 1)
+		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
+		if ttl <= 0 || ttl > r.ResetAfter || ttl > time.Minute {
+			t.Fatalf("PTTL = %v, want in (0, ResetAfter %v]", ttl, r.ResetAfter)
+		}
+	})
+}
+
+func TestPeekAndDenialWriteNothing(t *testing.T) {
+	mr, rdb := miniClient(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := fixedwindow.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
+	if _, err := st.Peek(ctx, "never-seen"); err != nil {
+		t.Fatal(err)
+	}
+	if r := allow(t, st, "never-seen", 3); r.Allowed {
+		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
+	}
+	allow(t, st, "k", 2)
+	key := st.Key("k")
+	v, _ := mr.Get(key)
+	mr.FastForward(time.Second) // so that a rewritten TTL would show
+	ttl := mr.TTL(key)
+	clock.Advance(time.Second)
+	if _, err := st.Peek(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if r := allow(t, st, "k", 1); r.Allowed {
+		t.Fatalf("3rd unit of 2 = %+v, want denied", r)
+	}
+	if v2, _ := mr.Get(key); v2 != v || mr.TTL(key) != ttl {
+		t.Fatalf("after Peek and a denial: value %q TTL %v, want unchanged %q %v", v2, mr.TTL(key), v, ttl)
+	}
+}
+
+func TestKeyLayout(t *testing.T) {
+	_, rdb := miniClient(t)
+	st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
+	for subject, want := range map[string]string{
+		"user:42":   "app:fw:{user:42}",
+		"{x}":       "app:fw:{%7Bx%7D}",
+		"a#1":       "app:fw:{a%231}",
+		"100%":      "app:fw:{100%25}",
+		"ключ":      "app:fw:{ключ}",
+		"nul\x00in": "app:fw:{nul\x00in}",
+	} {
+		if got := st.Key(subject); got != want {
+			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
+		}
+	}
+	def, _ := fixedwindow.New(rdb, strategy.PerMinute(5))
+	if got := def.Key("user:42"); got != "rl:fw:{user:42}" {
+		t.Errorf("Key with the default prefix = %q, want rl:fw:{user:42}", got)
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	_, rdb := miniClient(t)
+	for _, c := range []struct {
+		name  string
+		lim   strategy.Limit
+		opts  []strategy.Option
+		field string
+	}{
+		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
+		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
+		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
+		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
+		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
+		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := fixedwindow.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
+			}
+			if _, err := fixedwindow.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
+			}
+		})
+	}
+	if _, err := fixedwindow.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
+		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
+	}
+}
+
+// TestMemoryUsage measures what Redis holds for one subject after 100
+// requests, with the default prefix, on a real redis-server of its own.
+func TestMemoryUsage(t *testing.T) {
+	rdb := testredis.Start(t).Client(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	for _, c := range []struct {
+		prefix string
+		max    int64
+	}{
+		// 16 (integer object) + 24 (dict entry) + 32 (a 15-byte key's
+		// allocation): the least any key of that length costs.
+		{strategy.DefaultPrefix, 72},
+		{"r:", 60}, // a 14-byte key fits a 16-byte allocation
+	} {
+		st, _ := fixedwindow.New(rdb, strategy.PerMinute(100), strategy.WithClock(clock), strategy.WithPrefix(c.prefix))
+		for i := 0; i < 100; i++ {
+			if r := allow(t, st, "user:42", 1); !r.Allowed {
+				t.Fatalf("request %d denied", i)
+			}
+		}
+		key := st.Key("user:42")
+		got, err := rdb.MemoryUsage(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc := rdb.ObjectEncoding(ctx, key).Val()
+		t.Logf("MEMORY USAGE %s after 100 requests = %d bytes (encoding %s)", key, got, enc)
+		if got > c.max || enc != "int" {
+			t.Errorf("MEMORY USAGE %s = %d bytes, encoding %s; want <= %d, int", key, got, enc, c.max)
+		}
+	}
+}
+
+func TestLocalDropsIdleSubjects(t *testing.T) {
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := fixedwindow.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
+	for i := 0; i < 1000; i++ {
+		st.AllowN(ctx, "subject-"+string(rune('a'+i%26))+string(rune(i)), 1)
+	}
+	if n := st.Subjects(); n == 0 {
+		t.Fatal("no subjects stored after 1000 requests")
+	}
+	clock.Advance(time.Second) // every window has just ended
+	st.AllowN(ctx, "late", 1)
+	for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
+		st.Peek(ctx, string(rune(i)))
+	}
+	if n := st.Subjects(); n > 1 {
+		t.Fatalf("%d subjects still stored after their windows ended, want only the live one", n)
+	}
+}
+
+func BenchmarkLocal(b *testing.B) {
+	st, _ := fixedwindow.NewLocal(strategy.Limit{Limit: 1 << 40, Window: time.Hour})
+	b.ReportAllocs()
+	for b.Loop() {
+		st.AllowN(ctx, "warm", 1)
+	}
+}
+
+// BenchmarkRedis compares a decision with a trivial EVALSHA on the same
+// real redis-server; run with -bench and compare ns/op.
+func BenchmarkRedis(b *testing.B) {
+	rdb := testredis.Shared(b).Client(b)
+	floor := redis.NewScript("return 1")
+	st, _ := fixedwindow.New(rdb, strategy.PerMinute(100), strategy.WithPrefix(testredis.Prefix(b)))
+	subjects := make([]string, 10000)
+	for i := range subjects {
+		subjects[i] = "user:" + string(rune('a'+i%26)) + string(rune(i))
+	}
+	b.Run("floor", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				floor.Run(ctx, rdb, nil)
+			}
+		})
+	})
+	b.Run("fixedwindow", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := rand.IntN(len(subjects))
+			for pb.Next() {
+				st.AllowN(ctx, subjects[i%len(subjects)], 1)
+				i++
+			}
+		})
+	})
+}

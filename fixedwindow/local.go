@@ -1,0 +1,128 @@
+package fixedwindow
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/localstore"
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject's state is dropped when its window ends.
+type Local struct {
+	lim      strategy.Limit
+	clock    strategy.Clock
+	windowMs int64
+	store    *localstore.Store[counter]
+}
+
+var (
+	_ strategy.Strategy = (*Local)(nil)
+	_ keys.ShardAware   = (*Local)(nil)
+)
+
+// counter is the units counted in window idx (now / window).
+type counter struct {
+	idx   int64
+	count int64
+}
+
+// NewLocal returns the in-process twin of New. lim.Burst is ignored. Of the
+// options, only WithClock matters; the default clock is time.Now.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	o, err := setup(lim, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := o.Clock
+	if c == nil {
+		c = strategy.ClockFunc(time.Now)
+	}
+	w := lim.Window.Milliseconds()
+	return &Local{lim: lim, clock: c, windowMs: w, store: localstore.New[counter](w)}, nil
+}
+
+// Limit returns the limit the strategy enforces.
+func (l *Local) Limit() strategy.Limit { return l.lim }
+
+// AllowN counts n units for key if the units already counted in the current
+// window plus n do not exceed the limit.
+func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	now := l.clock.Now().UnixMilli()
+	limit, window := l.lim.Limit, l.windowMs
+	idx := floorDiv(now, window)
+	end := (idx + 1) * window
+	left := end - now
+	var res strategy.Result
+	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(c *counter) int64 {
+		var count int64
+		if c.idx == idx {
+			count = c.count
+		}
+		want := max(n, 1)
+		reset := int64(0)
+		if count > 0 {
+			reset = left
+		}
+		switch {
+		case want > limit:
+			res = redisx.ResultOf(false, limit, max(limit-count, 0), -1, reset)
+		case count+want > limit:
+			res = redisx.ResultOf(false, limit, max(limit-count, 0), left, left)
+		case n == 0:
+			res = redisx.ResultOf(true, limit, limit-count, 0, reset)
+		default:
+			c.idx, c.count = idx, count+n
+			res = redisx.ResultOf(true, limit, limit-count-n, 0, left)
+		}
+		if c.count == 0 {
+			return 0
+		}
+		return (c.idx + 1) * window
+	})
+	return res, nil
+}
+
+// floorDiv is a / b rounded towards minus infinity, as Lua's math.floor(a / b).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// Peek reports key's state now without counting anything.
+func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.AllowN(ctx, key, 0)
+}
+
+// Reset forgets key.
+func (l *Local) Reset(ctx context.Context, key string) error {
+	if err := strategy.ValidateKey(key); err != nil {
+		return err
+	}
+	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
+	return nil
+}
+
+// ShardAware marks the Local as honouring the shard index that the sharded
+// wrapper passes. It does nothing.
+func (*Local) ShardAware() {}
+
+// Subjects returns how many subjects the twin holds state for.
+func (l *Local) Subjects() int { return l.store.Len() }
