@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -55,4 +56,23 @@ func Example() {
 	// 2 200 OK | RateLimit-Policy: "login";q=2;w=60 | RateLimit: "login";r=0;t=60 | Retry-After: ""
 	// 3 429 Too Many Requests | RateLimit-Policy: "login";q=2;w=60 | RateLimit: "login";r=0;t=60 | Retry-After: "60"
 	// [rl:sl:{ip:203.0.113.7}]
+}
+
+// Forwarding headers are believed only from trusted proxies, right-most
+// untrusted hop first.
+func ExampleClientIP() {
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("X-Forwarded-For", "6.6.6.6, 203.0.113.7, 10.0.0.2")
+
+	r.RemoteAddr = "10.0.0.1:51234" // a trusted proxy
+	ip, _ := httplimit.ClientIP(r, "X-Forwarded-For", proxies)
+	fmt.Println("via the proxy:", ip)
+
+	r.RemoteAddr = "198.51.100.9:51234" // anyone else: the header may be forged
+	ip, _ = httplimit.ClientIP(r, "X-Forwarded-For", proxies)
+	fmt.Println("direct:", ip)
+	// Output:
+	// via the proxy: 203.0.113.7
+	// direct: 198.51.100.9
 }
