@@ -255,7 +255,8 @@ func TestNeverWins(t *testing.T) {
 
 // TestAtomicUnderConcurrency: many goroutines hit one subject with a tight
 // short rule and a loose long one; every denial must leave the long rule
-// untouched, so its count equals the allowed requests exactly.
+// untouched, so its count equals the allowed requests exactly. On a real
+// Redis, a real 3-master Redis Cluster and the local twin.
 func TestAtomicUnderConcurrency(t *testing.T) {
 	const goroutines, perG, loose = 8, 100, 1 << 20
 	for _, c := range []struct {
@@ -271,7 +272,9 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 			{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: loose, Window: 24 * time.Hour}},
 		}},
 	} {
-		for _, b := range backendNames {
+		// not miniredis: it runs one command at a time under one lock, so it
+		// proves nothing here, and it is slow under -race
+		for _, b := range []string{"redis", "cluster", "local"} {
 			t.Run(c.name+"/"+b, func(t *testing.T) {
 				// every call sees a later millisecond (Epoch is noon: no day
 				// boundary is crossed), so the tight rule allows and denies
@@ -283,21 +286,22 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 				var m multi
 				var rawCount func(key string) int64 // the loose key's units, read from Redis
 				var err error
-				switch b {
-				case "local":
+				if b == "local" {
 					m, err = multilimit.NewLocal(c.rules, strategy.WithClock(clock))
-				default:
-					var addr string
-					var prefix []strategy.Option
-					if b == "miniredis" {
-						addr = miniredis.RunT(t).Addr()
-					} else {
-						addr = testredis.Shared(t).Addr
-						prefix = append(prefix, strategy.WithPrefix(testredis.Prefix(t)))
+				} else {
+					var rdb redis.Cmdable
+					opts := []strategy.Option{strategy.WithClock(clock)}
+					switch b {
+					case "redis":
+						c := redis.NewClient(&redis.Options{Addr: testredis.Shared(t).Addr, PoolSize: goroutines})
+						t.Cleanup(func() { c.Close() })
+						rdb = c
+						opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
+					case "cluster":
+						rdb = testredis.SharedCluster(t).Client(t)
+						opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
 					}
-					rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: goroutines})
-					t.Cleanup(func() { rdb.Close() })
-					m, err = multilimit.New(rdb, c.rules, append(prefix, strategy.WithClock(clock))...)
+					m, err = multilimit.New(rdb, c.rules, opts...)
 					rawCount = func(key string) int64 {
 						if c.rules[1].Algorithm == multilimit.FixedWindow {
 							n, err := rdb.HGet(ctx, key, "c").Int64()
@@ -558,4 +562,63 @@ func TestLocalDropsIdleSubjects(t *testing.T) {
 	if n := m.Subjects(); n != 0 {
 		t.Fatalf("%d subjects still stored after every window ended, want 0", n)
 	}
+}
+
+// TestCluster runs the conformance suite over a mix of rules on a real
+// 3-master Redis Cluster (a CROSSSLOT error fails it), and checks that the
+// keys of one subject live on one master while subjects spread over several.
+func TestCluster(t *testing.T) {
+	cluster := testredis.SharedCluster(t)
+	cc := cluster.Client(t)
+	t.Run("conformance", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return multilimit.New(cc, ruleSets[2].rules(lim), strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+		}})
+	})
+	t.Run("one subject, one slot", func(t *testing.T) {
+		prefix := testredis.Prefix(t)
+		m, err := multilimit.New(cc, []multilimit.Rule{
+			{Algorithm: multilimit.SlidingLog, Limit: strategy.PerMinute(10)},
+			{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 1000, Window: 24 * time.Hour}},
+			{Algorithm: multilimit.SlidingLog, Limit: strategy.PerHour(100)},
+		}, strategy.WithPrefix(prefix), strategy.WithClock(strategy.ClockFunc(func() time.Time { return conformance.Epoch })))
+		// long windows and a clock at noon: no key expires during the test
+		if err != nil {
+			t.Fatal(err)
+		}
+		const subjects = 30
+		for i := 0; i < subjects; i++ {
+			if r, err := m.AllowN(ctx, fmt.Sprint("user:", i), 1); err != nil || !r.Allowed {
+				t.Fatalf("first request of user:%d = %+v, %v", i, r, err)
+			}
+		}
+		var masters []*redis.Client
+		for _, n := range cluster.Nodes {
+			masters = append(masters, n.Client(t))
+		}
+		nodes := map[int]bool{}
+		for i := 0; i < subjects; i++ {
+			keys := m.Keys(fmt.Sprint("user:", i))
+			node := -1
+			for _, k := range keys {
+				where := -1
+				for j, c := range masters {
+					if c.Exists(ctx, k).Val() == 1 {
+						where = j
+					}
+				}
+				if where < 0 {
+					t.Fatalf("key %s is on no master", k)
+				}
+				if node >= 0 && where != node {
+					t.Fatalf("keys %q of one subject are on masters %d and %d", keys, node, where)
+				}
+				node = where
+			}
+			nodes[node] = true
+		}
+		if len(nodes) < 2 {
+			t.Fatalf("%d subjects all landed on one master: subjects must not share a hash tag", subjects)
+		}
+	})
 }
