@@ -22,13 +22,26 @@ type Subject struct {
 	ExactRetry bool
 	// UsesBurst: the capacity is Limit.Burst when set (token bucket, GCRA).
 	UsesBurst bool
+	// Shards > 1: the strategy spreads each subject over this many shards
+	// (package sharded) and tries every shard before it denies. The cases
+	// that assume one decision sees the whole subject are replaced by the
+	// sharded cases (sharded.go).
+	Shards int
 }
 
 // Run runs the whole suite over s, each case a subtest.
 func Run(t *testing.T, s Subject) {
 	t.Helper()
 	for _, c := range cases {
+		if s.Shards > 1 && wholeSubject[c.name] {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) { c.fn(t, s) })
+	}
+	if s.Shards > 1 {
+		for _, c := range shardedCases {
+			t.Run(c.name, func(t *testing.T) { c.fn(t, s) })
+		}
 	}
 }
 
@@ -107,15 +120,16 @@ var cases = []testCase{
 		if first.Allowed {
 			t.Fatalf("4th request of 3/s = %+v, want denied", first)
 		}
-		// hammer while denied, a millisecond apart, until RetryAfter has passed
+		// hammer while denied until RetryAfter has passed (see hammerStep)
 		waited := time.Duration(0)
 		for waited < first.RetryAfter {
 			r := allowN(t, st, "k", 1)
 			if r.Allowed {
 				t.Fatalf("allowed %v after the denial, before RetryAfter %v", waited, first.RetryAfter)
 			}
-			clock.Advance(time.Millisecond)
-			waited += time.Millisecond
+			step := hammerStep(waited, first.RetryAfter)
+			clock.Advance(step)
+			waited += step
 		}
 		if r := allowN(t, st, "k", 1); !r.Allowed {
 			t.Fatalf("after hammering for RetryAfter %v: %+v, want allowed: denials must not be recorded", first.RetryAfter, r)

@@ -1,0 +1,513 @@
+package sharded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// DefaultProbes is the number of shards a request tries by default: the one
+// picked, then one more when the first denies.
+const DefaultProbes = 2
+
+// Option configures a Limiter.
+type Option func(*options)
+
+type options struct {
+	probes int
+	err    error
+}
+
+// WithProbes sets how many shards a request tries before it is denied: 1
+// tries only the shard picked, 2 (the default) tries one more when the
+// first denies, and any value >= the shard count tries them all. More
+// probes allow closer to the limit under uneven load and cost one more
+// round trip per extra shard tried, on the denied path only. p < 1 is an
+// error.
+func WithProbes(p int) Option {
+	return func(o *options) {
+		if p < 1 && o.err == nil {
+			o.err = fmt.Errorf("%w: sharded: probes must be >= 1, got %d", strategy.ErrInvalidOption, p)
+		}
+		o.probes = p
+	}
+}
+
+// pickMode is how the first shard of a request is chosen. Only
+// pickRoundRobin is offered; pickRandom stays for the measurements in the
+// tests.
+type pickMode int
+
+const (
+	pickRoundRobin pickMode = iota // a counter per stripe of subjects, random start
+	pickRandom                     // independently at random per request
+)
+
+// rrStripes is the number of round-robin counters of a Limiter; subjects
+// are spread over them by hash, so a hot subject mostly has one to itself.
+const rrStripes = 64
+
+type rrCounter struct {
+	atomic.Uint64
+	_ [56]byte // one cache line each
+}
+
+// capacity kinds: which of a shard's shares its strategy reports as the
+// capacity that applied (Result.Limit).
+const (
+	kindUnknown int32 = iota
+	kindLimit         // the strategy ignores Burst (sliding log, counters)
+	kindBurst         // the strategy's capacity is Burst (token bucket, GCRA)
+	kindOther         // a foreign strategy with a capacity of its own
+)
+
+// Limiter spreads each subject over several shards, each an instance of the
+// wrapped strategy holding a share of the limit under a key of its own. It
+// is safe for concurrent use.
+type Limiter struct {
+	lim        strategy.Limit
+	limShare   []int64 // Limit share of each shard; sums to lim.Limit
+	burstShare []int64 // Burst share (Limit share when Burst is 0); sums to lim.Capacity()
+	st         []strategy.Strategy
+	aware      []bool // st[i] implements keys.ShardAware
+	probes     int
+	witness    int // a shard whose Limit and Burst shares differ, or -1
+	pick       pickMode
+	seed       maphash.Seed
+	rr         [rrStripes]rrCounter
+	kind       atomic.Int32
+}
+
+// A Limiter is deliberately not keys.ShardAware: wrapped in another, it
+// receives the outer shard in its subject ("subject#i") and adds its own
+// shard in the context, so nested shards never share a key.
+var _ strategy.Strategy = (*Limiter)(nil)
+
+// Count returns the number of shards New uses for shards requested of lim:
+// shards, reduced so that no shard gets a share of 0 of Limit or Burst
+// (at most Limit shards, at most Burst when it is set), and at least 1.
+func Count(shards int, lim strategy.Limit) int {
+	n := int64(shards)
+	n = min(n, lim.Limit)
+	if lim.Burst > 0 {
+		n = min(n, lim.Burst)
+	}
+	return int(max(n, 1))
+}
+
+// Shares splits total over n shards: total/n each, and one more for the
+// first total%n shards, so that the shares sum exactly to total.
+func Shares(total int64, n int) []int64 {
+	s := make([]int64, n)
+	q, r := total/int64(n), total%int64(n)
+	for i := range s {
+		s[i] = q
+		if int64(i) < r {
+			s[i]++
+		}
+	}
+	return s
+}
+
+// New returns a Limiter that spreads each subject over shards keys, shard i
+// enforcing the limit build receives for it: its share of lim.Limit and of
+// lim.Burst (see Shares). When lim allows fewer units than shards, the
+// shard count is reduced so that no shard gets 0 (see Count); Shards
+// reports the count in use. shards < 1 is an error.
+//
+// build is called once per distinct share (at most four times) and its
+// strategies are reused for every shard with that share. Strategies of this
+// module read the shard index from the context and put it in their key
+// (<prefix><tag>:{<subject>#<i>}), which spreads the shards of one subject
+// over the nodes of a Redis Cluster. A strategy that does not implement
+// keys.ShardAware receives the subject with "#<i>" appended instead; the
+// wrapper's keys stay distinct as long as every subject of that strategy's
+// key space goes through the wrapper.
+func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, error), opts ...Option) (*Limiter, error) {
+	if shards < 1 {
+		return nil, fmt.Errorf("%w: sharded: shards must be >= 1, got %d", strategy.ErrInvalidOption, shards)
+	}
+	if build == nil {
+		return nil, fmt.Errorf("%w: sharded: build must not be nil", strategy.ErrInvalidOption)
+	}
+	if err := lim.Validate(); err != nil {
+		return nil, fmt.Errorf("sharded: %w", err)
+	}
+	o := options{probes: DefaultProbes}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	n := Count(shards, lim)
+	l := &Limiter{
+		lim:        lim,
+		limShare:   Shares(lim.Limit, n),
+		burstShare: Shares(lim.Capacity(), n),
+		st:         make([]strategy.Strategy, n),
+		aware:      make([]bool, n),
+		probes:     min(o.probes, n),
+	}
+	l.witness = -1
+	for i := range n {
+		if l.limShare[i] != l.burstShare[i] {
+			l.witness = i
+			break
+		}
+	}
+	if l.witness < 0 {
+		l.kind.Store(kindLimit) // both readings give the same capacities
+	}
+	built := map[strategy.Limit]strategy.Strategy{}
+	for i := range n {
+		share := strategy.Limit{Limit: l.limShare[i], Window: lim.Window}
+		if lim.Burst > 0 {
+			share.Burst = l.burstShare[i]
+		}
+		st, ok := built[share]
+		if !ok {
+			var err error
+			if st, err = build(share); err != nil {
+				return nil, fmt.Errorf("sharded: shard %d (%v): %w", i, share, err)
+			}
+			if st == nil {
+				return nil, fmt.Errorf("%w: sharded: build returned a nil strategy for %v", strategy.ErrInvalidOption, share)
+			}
+			built[share] = st
+		}
+		l.st[i] = st
+		_, l.aware[i] = st.(keys.ShardAware)
+	}
+	l.seed = maphash.MakeSeed()
+	for i := range l.rr {
+		l.rr[i].Store(rand.Uint64())
+	}
+	return l, nil
+}
+
+// Shards returns the number of shards in use: the shards asked of New,
+// reduced when the limit is smaller (see Count).
+func (l *Limiter) Shards() int { return len(l.st) }
+
+// Limits returns the limit each shard enforces; they sum to the Limiter's.
+func (l *Limiter) Limits() []strategy.Limit {
+	out := make([]strategy.Limit, len(l.st))
+	for i := range out {
+		out[i] = strategy.Limit{Limit: l.limShare[i], Window: l.lim.Window}
+		if l.lim.Burst > 0 {
+			out[i].Burst = l.burstShare[i]
+		}
+	}
+	return out
+}
+
+// Limit returns the limit the Limiter enforces for each subject as a whole.
+func (l *Limiter) Limit() strategy.Limit { return l.lim }
+
+// eligible returns how many shards, from the first, can ever take n
+// units: all but those whose share is below n, as far as the capacity kind
+// is known. Shares never grow with the index.
+func (l *Limiter) eligible(n int64) int {
+	var shares []int64
+	switch l.kind.Load() {
+	case kindLimit:
+		shares = l.limShare
+	case kindBurst:
+		shares = l.burstShare
+	default:
+		return len(l.st)
+	}
+	m := len(shares)
+	for m > 1 && shares[m-1] < n {
+		m--
+	}
+	return m
+}
+
+// first returns the shard a request for key starts at, among the first m
+// shards. Requests go round robin over the units of Limit, interleaved
+// (0, 1, ..., n-1, 0, 1, ...), so that shard i gets exactly its share of
+// every Limit consecutive picks; the counter is one of rrStripes chosen by
+// the subject's hash and starts at random, so that neither two subjects
+// nor two hosts fall into step.
+func (l *Limiter) first(key string, m int) int {
+	if m == 1 {
+		return 0
+	}
+	var u uint64
+	if l.pick == pickRandom {
+		u = rand.Uint64()
+	} else {
+		u = l.rr[maphash.String(l.seed, key)%rrStripes].Add(1)
+	}
+	if m < len(l.st) { // the first m shards have equal shares
+		return int(u % uint64(m))
+	}
+	total := uint64(l.lim.Limit)
+	n := uint64(len(l.st))
+	u %= total
+	if q := total / n; u < q*n {
+		return int(u % n)
+	} else {
+		return int(u - q*n) // one of the first total%n shards, which hold one more
+	}
+}
+
+// call runs f on shard i with the shard index passed on.
+func (l *Limiter) call(ctx context.Context, i int, key string, f func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error)) (strategy.Result, error) {
+	if l.aware[i] {
+		return f(l.st[i], keys.WithShard(ctx, i), key)
+	}
+	return f(l.st[i], ctx, key+"#"+strconv.Itoa(i))
+}
+
+func allowN(n int64) func(strategy.Strategy, context.Context, string) (strategy.Result, error) {
+	return func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
+		return st.AllowN(ctx, key, n)
+	}
+}
+
+func peek(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
+	return st.Peek(ctx, key)
+}
+
+// AllowN tries the request on one shard, picked round robin in proportion
+// to the shards' shares (see the package doc); when that shard denies, it
+// tries the next shards in turn, up to the probe count (see WithProbes),
+// and records n units on the first that allows. A request is one round trip when the first shard
+// allows. n must fit in one shard: a cost above the largest share (the
+// first shard's) is denied with RetryAfter strategy.Never. n = 0 is Peek.
+//
+// The Result speaks for the subject as a whole, estimated from the shards
+// tried (exact when all were tried):
+//   - Limit is the subject's capacity (the sum of the shards');
+//   - Remaining is the shards' remaining units scaled from the capacity of
+//     the shards tried to the subject's, rounded down;
+//   - RetryAfter, when denied, is the shortest of the shards tried (Never
+//     when none of them can ever take n units);
+//   - ResetAfter is the longest of the shards tried.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, err
+	}
+	if n == 0 {
+		return l.Peek(ctx, key)
+	}
+	var triedBuf [8]int
+	var resBuf [8]strategy.Result
+	tried, res := triedBuf[:0], resBuf[:0]
+	i := l.first(key, l.eligible(n))
+	for budget := l.probes; ; {
+		r, err := l.call(ctx, i, key, allowN(n))
+		if err != nil {
+			return strategy.Result{}, err
+		}
+		l.learn(i, r.Limit)
+		tried, res = append(tried, i), append(res, r)
+		if r.Allowed {
+			break
+		}
+		next := (i + 1) % len(l.st)
+		if r.RetryAfter == strategy.Never {
+			// Shard i can never take n. Shard 0 holds the largest share:
+			// try it unless it was tried, without counting against the
+			// probes, since the first pick did not know i was too small.
+			if i == 0 || !l.fits(0, n) {
+				break
+			}
+			next = 0
+		} else if budget--; budget == 0 {
+			break
+		}
+		if containsInt(tried, next) {
+			break
+		}
+		i = next
+	}
+	if l.kind.Load() == kindUnknown {
+		// Every shard tried had equal Limit and Burst shares, so its
+		// Result.Limit does not tell whether the strategy's capacity is
+		// Limit or Burst. Read a shard whose shares differ, once for the
+		// life of the Limiter; on failure the subject's Limit is reported.
+		if r, err := l.call(ctx, l.witness, key, peek); err == nil {
+			l.learn(l.witness, r.Limit)
+		}
+	}
+	return l.combine(tried, res), nil
+}
+
+// fits reports whether n units can ever fit in shard i, as far as the
+// capacity kind is known (true when it is not).
+func (l *Limiter) fits(i int, n int64) bool {
+	switch l.kind.Load() {
+	case kindLimit:
+		return n <= l.limShare[i]
+	case kindBurst:
+		return n <= l.burstShare[i]
+	}
+	return true
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// learn records which share shard i reports as its capacity.
+func (l *Limiter) learn(i int, capacity int64) {
+	if l.kind.Load() != kindUnknown {
+		return
+	}
+	lim, burst := l.limShare[i], l.burstShare[i]
+	switch {
+	case capacity == lim && capacity == burst:
+		return // ambiguous on this shard
+	case capacity == lim:
+		l.kind.CompareAndSwap(kindUnknown, kindLimit)
+	case capacity == burst:
+		l.kind.CompareAndSwap(kindUnknown, kindBurst)
+	default:
+		l.kind.CompareAndSwap(kindUnknown, kindOther)
+	}
+}
+
+// subjectCapacity returns the subject's capacity given that the shards
+// tried report capCap units of capacity and hold limCap Limit units.
+func (l *Limiter) subjectCapacity(capSum, limSum int64) int64 {
+	switch l.kind.Load() {
+	case kindBurst:
+		return l.lim.Capacity()
+	case kindOther:
+		if limSum == 0 {
+			return capSum
+		}
+		return mulDiv(capSum, l.lim.Limit, limSum)
+	}
+	return l.lim.Limit // kindLimit, or ambiguous so far
+}
+
+// combine turns the results of the shards tried into the subject's.
+func (l *Limiter) combine(tried []int, res []strategy.Result) strategy.Result {
+	var out strategy.Result
+	var remSum, capSum, limSum int64
+	retry := strategy.Never
+	for j, r := range res {
+		remSum += r.Remaining
+		capSum += r.Limit
+		limSum += l.limShare[tried[j]]
+		out.ResetAfter = max(out.ResetAfter, r.ResetAfter)
+		if r.Allowed {
+			out.Allowed = true
+		}
+		if r.RetryAfter != strategy.Never && (retry == strategy.Never || r.RetryAfter < retry) {
+			retry = r.RetryAfter
+		}
+	}
+	out.Limit = capSum
+	out.Remaining = remSum
+	if len(tried) < len(l.st) {
+		out.Limit = l.subjectCapacity(capSum, limSum)
+		if capSum > 0 {
+			out.Remaining = mulDiv(min(remSum, capSum), out.Limit, capSum)
+		}
+	}
+	if !out.Allowed {
+		out.RetryAfter = retry
+	}
+	return out
+}
+
+// mulDiv returns a*b/c rounded down for a, b >= 0 and c > 0, without
+// overflow; a quotient above math.MaxInt64 saturates.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(min(q, math.MaxInt64))
+}
+
+// Peek reads every shard, concurrently, and reports the subject as a
+// whole: Remaining and Limit are the sums over the shards, Allowed whether
+// some shard would take one unit, RetryAfter the shortest wait until one
+// would (0 when Allowed), ResetAfter the longest of the shards'. It costs
+// one read per shard.
+func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, err
+	}
+	res := make([]strategy.Result, len(l.st))
+	err := l.each(ctx, func(i int) error {
+		r, err := l.call(ctx, i, key, peek)
+		res[i] = r
+		if err == nil {
+			l.learn(i, r.Limit)
+		}
+		return err
+	})
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	tried := make([]int, len(l.st))
+	for i := range tried {
+		tried[i] = i
+	}
+	out := l.combine(tried, res)
+	if out.Allowed {
+		out.RetryAfter = 0
+	}
+	return out, nil
+}
+
+// Reset forgets the subject on every shard, concurrently.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if err := strategy.ValidateKey(key); err != nil {
+		return err
+	}
+	return l.each(ctx, func(i int) error {
+		_, err := l.call(ctx, i, key, func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
+			return strategy.Result{}, st.Reset(ctx, key)
+		})
+		return err
+	})
+}
+
+// each runs f for every shard, concurrently when there are several, and
+// returns the errors joined.
+func (l *Limiter) each(ctx context.Context, f func(i int) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	if len(l.st) == 1 {
+		return f(0)
+	}
+	errs := make([]error, len(l.st))
+	var wg sync.WaitGroup
+	for i := 1; i < len(l.st); i++ {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	errs[0] = f(0)
+	wg.Wait()
+	return errors.Join(errs...)
+}
