@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -214,7 +215,16 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 	if cfg.Prefix != "" {
 		so = append(so, strategy.WithPrefix(cfg.Prefix))
 	}
-	st, err := mk(a, cfg.limit(), so)
+	var st strategy.Strategy
+	var err error
+	if cfg.Shards > 1 {
+		// each shard's strategy through the same constructor, with its share
+		st, err = sharded.New(cfg.Shards, cfg.limit(), func(lim strategy.Limit) (strategy.Strategy, error) {
+			return mk(a, lim, so)
+		})
+	} else {
+		st, err = mk(a, cfg.limit(), so)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
