@@ -39,9 +39,13 @@ type envBuilder func(s subject, lim strategy.Limit, start time.Time, twin bool) 
 
 var (
 	shortWindows = []time.Duration{1000 * time.Millisecond, 1500 * time.Millisecond, 250 * time.Millisecond, 60 * time.Millisecond}
-	// On a real Redis TTLs run in real time while the client clock jumps:
-	// windows long enough that no case lasts one keep the two apart.
-	longWindows = []time.Duration{30 * time.Second, 45 * time.Second, time.Minute}
+	// On a real Redis TTLs run in real time while the client clock jumps
+	// and stands still during a batch. Windows of minutes make every TTL a
+	// script sets (a window, or the time one unit takes to refill) far
+	// longer than a case lasts, so no key expires while its state matters;
+	// fixed windows, whose TTL is what is left of the window, also get a
+	// guard (see env.guard).
+	longWindows = []time.Duration{5 * time.Minute, 450 * time.Second, 10 * time.Minute}
 )
 
 var (
@@ -74,20 +78,45 @@ type env struct {
 	// step moves the backend's own time with the clock (miniredis TTLs and
 	// TIME); nil when only the clock moves.
 	step func(d time.Duration)
+	// guard, when set, moves a time the clock would reach to the one it
+	// reaches instead (see fixedWindowGuard).
+	guard func(now int64) int64
 	// keys returns the case's keys with their TTL (-1: none); nil for local.
 	keys func() (map[string]time.Duration, error)
 	// stats, when set, counts the calls
 	stats *stats
 }
 
-func (e *env) advance(ms int64) {
+// advance moves the clock ms forward (more when a guard says so) and
+// returns how far it moved.
+func (e *env) advance(ms int64) int64 {
+	if e.guard != nil {
+		ms = e.guard(e.now()+ms) - e.now()
+	}
 	if ms <= 0 {
-		return
+		return 0
 	}
 	d := time.Duration(ms) * time.Millisecond
 	e.clock.Advance(d)
 	if e.step != nil {
 		e.step(d)
+	}
+	return ms
+}
+
+// fixedWindowGuard keeps the clock out of the last eighth of every aligned
+// window, moving it to the next window's start instead. On a real Redis a
+// fixed window's key expires, in real time, when what is left of its window
+// has passed, while the test's client clock stands still: a key written 1
+// ms before the edge would be gone before the next request of the same
+// simulated millisecond. Outside the guard that takes minutes.
+func fixedWindowGuard(w int64) func(int64) int64 {
+	return func(now int64) int64 {
+		next := (floorDiv(now, w) + 1) * w
+		if next-now < w/8 {
+			return next
+		}
+		return now
 	}
 }
 
@@ -164,6 +193,10 @@ func openRedis(t *testing.T) envBuilder {
 	return func(s subject, lim strategy.Limit, start time.Time, twin bool) (*env, error) {
 		prefix := fmt.Sprintf("%sc%d:", base, n.Add(1))
 		e := &env{sub: s, lim: lim, clock: conformance.NewClock(start)}
+		if s.kind == fixedWindow {
+			e.guard = fixedWindowGuard(lim.Window.Milliseconds())
+			e.clock.Set(time.UnixMilli(e.guard(e.now())))
+		}
 		opts := []strategy.Option{strategy.WithPrefix(prefix), strategy.WithClock(e.clock)}
 		for _, c := range clients {
 			st, err := build(s, lim, func(l strategy.Limit) (strategy.Strategy, error) { return s.newRedis(c, l, opts...) })

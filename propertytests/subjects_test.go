@@ -9,6 +9,7 @@ import (
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
+	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
 // kind is the algorithm family, which decides the invariants that apply.
@@ -59,6 +60,15 @@ var algorithms = []subject{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+	{
+		name: "tokenbucket", algorithm: "token_bucket", kind: tokenBucket, exactRetry: true,
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.NewLocal(lim, o...)
 		},
 	},
 }
