@@ -187,32 +187,43 @@ func TestClusterHotSubjectSpread(t *testing.T) {
 // TestClusterShardedConcurrency has 16 goroutines hit one subject sharded 6
 // ways, for every algorithm, on the cluster with the clock frozen (nothing
 // refills): the subject never gets more than its capacity, and the test
-// reports how close to it it gets, for a burst of exactly the capacity and
-// one of twice it.
+// reports how close to it it gets: for a burst of exactly the capacity and
+// one of twice it from one Limiter, and for a burst of the capacity from 4
+// Limiters (standing for 4 app hosts, each with its own cluster client and
+// round-robin counters) of 4 goroutines each.
 func TestClusterShardedConcurrency(t *testing.T) {
-	const limit, goroutines = 600, 16
+	const limit, goroutines, hosts = 600, 16, 4
 	cluster := testredis.SharedCluster(t)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: goroutines})
-	t.Cleanup(func() { cc.Close() })
 	frozen := strategy.ClockFunc(func() time.Time { return conformance.Epoch })
 	ctx := context.Background()
 	var report strings.Builder
 	for _, a := range ratelimit.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
-			l, err := ratelimit.New(cc, ratelimit.Config{Algorithm: a, Limit: limit, Window: time.Minute, Shards: 6,
-				Prefix: testredis.Prefix(t), Timeout: clusterTimeout}, ratelimit.WithClock(frozen), ratelimit.WithObserver(strict{t}))
-			if err != nil {
-				t.Fatal(err)
+			prefix := testredis.Prefix(t)
+			limiters := make([]*ratelimit.Limiter, hosts)
+			for h := range limiters {
+				cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: goroutines})
+				t.Cleanup(func() { cc.Close() })
+				l, err := ratelimit.New(cc, ratelimit.Config{Algorithm: a, Limit: limit, Window: time.Minute, Shards: 6,
+					Prefix: prefix, Timeout: clusterTimeout}, ratelimit.WithClock(frozen), ratelimit.WithObserver(strict{t}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				limiters[h] = l
 			}
 			fmt.Fprintf(&report, "\n%-16s", a)
-			for _, burst := range []int{1, 2} {
-				key := fmt.Sprintf("hot%d", burst)
-				capacity := limit
+			for _, c := range []struct {
+				name  string
+				burst int
+				hosts int
+			}{{"1 host, burst 1x", 1, 1}, {"1 host, burst 2x", 2, 1}, {"4 hosts, burst 1x", 1, hosts}} {
+				key := strings.ReplaceAll(c.name, " ", "")
 				var allowed, next atomic.Int64
 				var wg sync.WaitGroup
-				for range goroutines {
+				for g := range goroutines {
+					l := limiters[g%c.hosts]
 					wg.Go(func() {
-						for next.Add(1) <= int64(burst*capacity) {
+						for next.Add(1) <= int64(c.burst*limit) {
 							r, err := l.Allow(ctx, key)
 							if err != nil {
 								t.Error(err)
@@ -226,22 +237,22 @@ func TestClusterShardedConcurrency(t *testing.T) {
 				}
 				wg.Wait()
 				got := allowed.Load()
-				if got > int64(capacity) {
-					t.Fatalf("burst of %dx: allowed %d, above the limit %d", burst, got, capacity)
+				if got > limit {
+					t.Fatalf("%s: allowed %d, above the limit %d", c.name, got, limit)
 				}
-				if burst == 2 && got < int64(capacity)*98/100 {
-					t.Errorf("burst of 2x: allowed %d of %d, want at least 98%%", got, capacity)
+				if c.burst == 2 && got < limit*98/100 {
+					t.Errorf("%s: allowed %d of %d, want at least 98%%", c.name, got, limit)
 				}
-				p, err := l.Peek(ctx, key)
+				p, err := limiters[0].Peek(ctx, key)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p.Remaining != int64(capacity)-got {
-					t.Errorf("Peek after allowing %d of %d = %+v, want Remaining %d", got, capacity, p, int64(capacity)-got)
+				if p.Remaining != limit-got {
+					t.Errorf("%s: Peek after allowing %d of %d = %+v, want Remaining %d", c.name, got, limit, p, limit-got)
 				}
-				fmt.Fprintf(&report, " | burst %dx: %d/%d = %.3f", burst, got, capacity, float64(got)/float64(capacity))
+				fmt.Fprintf(&report, " | %s: %d/%d", c.name, got, limit)
 			}
 		})
 	}
-	t.Logf("one subject, limit %d/min sharded 6 ways, %d goroutines, frozen clock:%s", limit, goroutines, report.String())
+	t.Logf("one subject, limit %d/min sharded 6 ways, %d goroutines, frozen clock, allowed/limit:%s", limit, goroutines, report.String())
 }
