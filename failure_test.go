@@ -253,7 +253,7 @@ func TestBadInputTouchesNothing(t *testing.T) {
 		}
 	}
 	// The hook does count: a valid decision sends a command.
-	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Second})
+	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Second, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestFailurePolicies(t *testing.T) {
 	ctx := context.Background()
 	for _, p := range failurePolicies {
 		t.Run(string(p), func(t *testing.T) {
-			cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, OnFailure: p, LocalShare: 0.5}
+			cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, OnFailure: p, LocalShare: 0.5, Timeout: 10 * time.Second}
 			l, f, rec := newFlaky(t, cfg, ratelimit.WithBreaker(mustBreaker(t, 3, 100*time.Millisecond)))
 			if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Degraded {
 				t.Fatalf("healthy Allow = %+v, %v; want allowed, not degraded", r, err)
@@ -372,7 +372,7 @@ func TestFailurePolicies(t *testing.T) {
 // says nothing about Redis either.
 func TestNotARedisFailure(t *testing.T) {
 	ctx := context.Background()
-	l, f, rec := newFlaky(t, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, OnFailure: ratelimit.FailClosed},
+	l, f, rec := newFlaky(t, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, OnFailure: ratelimit.FailClosed, Timeout: 10 * time.Second},
 		ratelimit.WithBreaker(mustBreaker(t, 2, time.Hour)))
 	for _, e := range []error{
 		redisReply("WRONGTYPE Operation against a key holding the wrong kind of value"),
@@ -550,7 +550,7 @@ func TestBreakerShared(t *testing.T) {
 	_, rdb := miniClient(t)
 	f := &flaky{Scripter: rdb}
 	b := mustBreaker(t, 2, time.Hour)
-	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute}
+	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, Timeout: 10 * time.Second}
 	l1, err := ratelimit.New(f, cfg, ratelimit.WithBreaker(b))
 	if err != nil {
 		t.Fatal(err)
@@ -657,7 +657,7 @@ func TestDenyCacheResetAndBound(t *testing.T) {
 	var sent cmdCounter
 	rdb.AddHook(&sent)
 	clock := conformance.NewClock(conformance.Epoch)
-	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute},
+	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute, Timeout: 10 * time.Second},
 		ratelimit.WithClock(clock), ratelimit.WithDenyCache(30))
 	if err != nil {
 		t.Fatal(err)
