@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/benchmarks/internal/report"
+)
+
+// tiny keeps the speed section short: the test checks that the report
+// works and its numbers are sane, not how fast anything is.
+var tiny = []string{"-duration=400ms", "-rounds=1", "-subjects=50", "-local=2ms", "-q"}
+
+func runReport(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), append(append([]string{}, tiny...), args...), &stdout, &stderr); code != 0 {
+		t.Fatalf("report %v: exit %d, stderr:\n%s", args, code, stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+func decode(t *testing.T, out string) report.Report {
+	t.Helper()
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("-json output does not parse: %v\n%s", err, out)
+	}
+	return r
+}
+
+func rowsByName(r report.Report) map[string]report.Row {
+	m := map[string]report.Row{}
+	for _, rw := range r.Rows {
+		m[rw.Name] = rw
+	}
+	return m
+}
+
+// checkCommon checks what holds on every backend: every strategy and the
+// floor are there with sane speed numbers and precision.
+func checkCommon(t *testing.T, r report.Report) map[string]report.Row {
+	t.Helper()
+	rows := rowsByName(r)
+	want := []string{"floor"}
+	for _, a := range ratelimit.Algorithms() {
+		want = append(want, string(a))
+	}
+	for _, name := range want {
+		rw, ok := rows[name]
+		if !ok {
+			t.Errorf("row %q missing; rows: %v", name, keys(rows))
+			continue
+		}
+		if rw.Error != "" {
+			t.Errorf("row %q: %s", name, rw.Error)
+		}
+		if len(rw.Speed) != 3 {
+			t.Errorf("row %q: %d speed cells, want 3 (concurrency 1, 8, 64)", name, len(rw.Speed))
+		}
+		for _, c := range rw.Speed {
+			if c.Decisions <= 0 || c.PerSecond <= 0 || c.RatioToFloor <= 0 {
+				t.Errorf("row %q c=%d: decisions %d, %.1f/s, ratio %.3f; want all > 0", name, c.Concurrency, c.Decisions, c.PerSecond, c.RatioToFloor)
+			}
+			if c.Errors > 0 {
+				t.Errorf("row %q c=%d: %d errors, first: %s", name, c.Concurrency, c.Errors, c.FirstError)
+			}
+			if c.P50Micros <= 0 || c.P99Micros < c.P50Micros {
+				t.Errorf("row %q c=%d: p50 %.1fµs p99 %.1fµs", name, c.Concurrency, c.P50Micros, c.P99Micros)
+			}
+			if c.RoundTrips < 0.99 {
+				t.Errorf("row %q c=%d: %.2f round trips per decision, want >= 1", name, c.Concurrency, c.RoundTrips)
+			}
+		}
+		if rw.Commands == nil || *rw.Commands < 1 {
+			t.Errorf("row %q: commands per decision %v, want >= 1", name, rw.Commands)
+		}
+		if name == "floor" {
+			if rw.Commands != nil && *rw.Commands > 1.01 {
+				t.Errorf("floor: %.2f commands per decision, want 1", *rw.Commands)
+			}
+			continue
+		}
+		if rw.PrecisionBoundary == nil || rw.PrecisionBurstSteady == nil {
+			t.Errorf("row %q: precision not measured: %s", name, rw.PrecisionNote)
+			continue
+		}
+		if *rw.PrecisionBoundary < 1 || *rw.PrecisionBurstSteady < 1 {
+			t.Errorf("row %q: precision %.2f, %.2f; want >= 1 (a full limit is always allowed from idle)", name, *rw.PrecisionBoundary, *rw.PrecisionBurstSteady)
+		}
+		if rw.Local == nil || rw.Local.AllowedNanos <= 0 || rw.Local.DeniedNanos <= 0 {
+			t.Errorf("row %q: local twin not measured: %+v", name, rw.Local)
+		} else if rw.Local.AllowedFraction < 0.9 {
+			t.Errorf("row %q: local allowed path allowed only %.2f of its decisions", name, rw.Local.AllowedFraction)
+		}
+	}
+	if rw, ok := rows["sliding_log"]; ok && rw.PrecisionBoundary != nil {
+		if *rw.PrecisionBoundary != 1 || *rw.PrecisionBurstSteady != 1 {
+			t.Errorf("sliding_log precision %.3f, %.3f; want exactly 1 (it is exact)", *rw.PrecisionBoundary, *rw.PrecisionBurstSteady)
+		}
+	}
+	if rw, ok := rows["fixed_window"]; ok && rw.PrecisionBoundary != nil {
+		if p := *rw.PrecisionBoundary; p < 1.9 || p > 2 {
+			t.Errorf("fixed_window boundary-burst precision %.3f, want about 2 (limit just before and just after a boundary)", p)
+		}
+	}
+	for _, name := range []string{"peer:redis_rate gcra", "peer:ulule fixed_window", "peer:mennanov sliding_window", "peer:mennanov token_bucket"} {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("peer row %q missing (a peer that does not work must still show, with n/a)", name)
+		}
+	}
+	return rows
+}
+
+func keys(m map[string]report.Row) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	return k
+}
+
+func TestReportOnMiniredis(t *testing.T) {
+	out, _ := runReport(t, "-json")
+	r := decode(t, out)
+	if r.Backend != "miniredis" {
+		t.Errorf("backend %q, want miniredis by default", r.Backend)
+	}
+	rows := checkCommon(t, r)
+	for name, rw := range rows {
+		if rw.BytesAfterLimit != nil || (rw.Kind == "ours" && rw.MemoryNote != "n/a on miniredis") {
+			t.Errorf("row %q: memory %v (%q) on miniredis, want n/a", name, rw.BytesAfterLimit, rw.MemoryNote)
+		}
+	}
+	if len(r.Goals) == 0 {
+		t.Error("no goals in the report")
+	}
+}
+
+func TestReportTable(t *testing.T) {
+	out, _ := runReport(t, "-peers=false", "-concurrency=1,2")
+	for _, want := range []string{"floor", "dec/s c=1", "x floor", "prec boundary", "goals:", "notes:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, a := range ratelimit.Algorithms() {
+		if !strings.Contains(out, string(a)) {
+			t.Errorf("table lacks strategy %q:\n%s", a, out)
+		}
+	}
+}
+
+func TestReportOnRealRedis(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "chart.svg")
+	out, _ := runReport(t, "-start-redis", "-json", "-chart", chart)
+	r := decode(t, out)
+	if r.Backend != "redis" || !strings.HasPrefix(r.Server, "redis ") {
+		t.Errorf("backend %q server %q, want a real redis", r.Backend, r.Server)
+	}
+	rows := checkCommon(t, r)
+	for name, rw := range rows {
+		if rw.Kind != "ours" && rw.Kind != "peer" {
+			continue
+		}
+		if rw.Error != "" {
+			t.Errorf("row %q: %s", name, rw.Error)
+			continue
+		}
+		if rw.BytesAfter10 == nil || rw.BytesAfterLimit == nil || *rw.BytesAfter10 <= 0 || *rw.BytesAfterLimit < *rw.BytesAfter10 {
+			t.Errorf("row %q: bytes per subject %v, %v (%s); want 0 < after 10 <= after limit", name, rw.BytesAfter10, rw.BytesAfterLimit, rw.MemoryNote)
+		}
+		if c := rw.Speed[len(rw.Speed)-1]; c.CPUMicros == nil || *c.CPUMicros < 0 {
+			t.Errorf("row %q: Redis CPU per decision %v", name, c.CPUMicros)
+		}
+		if len(rw.CommandBreakdown) == 0 {
+			t.Errorf("row %q: no command breakdown from INFO commandstats", name)
+		}
+	}
+	f, err := os.Open(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := xml.NewDecoder(f)
+	points := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed SVG: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
+			points++
+		}
+	}
+	if want := len(ratelimit.Algorithms()); points < want {
+		t.Errorf("chart has %d circles, want at least one per strategy (%d)", points, want)
+	}
+}
+
+func TestReportRejectsChartWithoutMemory(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append(append([]string{}, tiny...), "-chart", filepath.Join(t.TempDir(), "c.svg")), &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "real Redis") {
+		t.Errorf("-chart on miniredis: exit %d, stderr %q; want a failure naming the need for a real Redis", code, stderr.String())
+	}
+}

@@ -1,0 +1,240 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// backend is the Redis the speed and memory runs use.
+type backend struct {
+	kind    string // BackendMiniredis, BackendRedis or BackendCluster
+	mr      *miniredis.Miniredis
+	work    redis.UniversalClient // decisions only; round trips counted by a hook
+	admin   redis.UniversalClient // INFO, SCAN, MEMORY USAGE, cleanup
+	rts     atomic.Int64          // round trips made by work
+	version string
+}
+
+// counter counts round trips: one per command or pipeline sent to a node.
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func openBackend(ctx context.Context, o Options) (*backend, error) {
+	b := &backend{kind: o.Backend}
+	pool := 8
+	for _, c := range o.Concurrency {
+		pool = max(pool, c+8)
+	}
+	switch o.Backend {
+	case BackendMiniredis:
+		mr, err := miniredis.Run()
+		if err != nil {
+			return nil, err
+		}
+		b.mr = mr
+		b.version = "miniredis"
+		// miniredis shares this process's CPUs with the clients: on a busy
+		// machine a reply can take seconds, which is no failure of Redis.
+		b.work = redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: pool, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+		b.admin = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		b.work.AddHook(counter{&b.rts})
+		return b, nil
+	case BackendRedis:
+		if len(o.Addrs) != 1 {
+			return nil, fmt.Errorf("report: backend redis needs one address, got %d", len(o.Addrs))
+		}
+		w := redis.NewClient(&redis.Options{Addr: o.Addrs[0], PoolSize: pool})
+		w.AddHook(counter{&b.rts})
+		b.work = w
+		b.admin = redis.NewClient(&redis.Options{Addr: o.Addrs[0]})
+	case BackendCluster:
+		if len(o.Addrs) == 0 {
+			return nil, fmt.Errorf("report: backend cluster needs addresses")
+		}
+		w := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, PoolSize: pool})
+		w.OnNewNode(func(c *redis.Client) { c.AddHook(counter{&b.rts}) })
+		b.work = w
+		b.admin = redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs})
+	default:
+		return nil, fmt.Errorf("report: unknown backend %q", o.Backend)
+	}
+	if err := b.admin.Ping(ctx).Err(); err != nil {
+		b.close()
+		return nil, fmt.Errorf("report: %s: %w", strings.Join(o.Addrs, ","), err)
+	}
+	var v []string
+	err := b.eachNode(ctx, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		v = append(v, infoFields(info)["redis_version"])
+		return nil
+	})
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("report: INFO server: %w", err)
+	}
+	b.version = "redis " + v[0]
+	if b.kind == BackendCluster {
+		b.version = fmt.Sprintf("redis %s, cluster of %d masters", v[0], len(v))
+	}
+	return b, nil
+}
+
+func (b *backend) real() bool { return b.mr == nil }
+
+func (b *backend) close() {
+	b.work.Close()
+	b.admin.Close()
+	if b.mr != nil {
+		b.mr.Close()
+	}
+}
+
+// eachNode runs fn on the single server, or on every master of a cluster
+// (one at a time, so fn needs no locking).
+func (b *backend) eachNode(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
+	switch c := b.admin.(type) {
+	case *redis.Client:
+		return fn(ctx, c)
+	case *redis.ClusterClient:
+		var clients []*redis.Client
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			clients = append(clients, n)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, n := range clients {
+			if err := fn(ctx, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("report: unexpected client %T", b.admin)
+}
+
+// stats is a snapshot of the server's counters.
+type stats struct {
+	calls map[string]int64 // per command, lowercase; INFO's own calls left out
+	total int64
+	cpu   float64 // used_cpu_sys + used_cpu_user, seconds; real Redis only
+}
+
+func (b *backend) snapshot(ctx context.Context) (stats, error) {
+	if b.mr != nil {
+		// miniredis counts every command it dispatches, those a script
+		// calls included; it keeps no per-command counts.
+		return stats{total: int64(b.mr.CommandCount())}, nil
+	}
+	s := stats{calls: map[string]int64{}}
+	err := b.eachNode(ctx, func(ctx context.Context, c *redis.Client) error {
+		cs, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		for k, v := range infoFields(cs) {
+			name, ok := strings.CutPrefix(k, "cmdstat_")
+			if !ok || name == "info" {
+				continue
+			}
+			for _, f := range strings.Split(v, ",") {
+				if n, ok := strings.CutPrefix(f, "calls="); ok {
+					calls, _ := strconv.ParseInt(n, 10, 64)
+					s.calls[name] += calls
+					s.total += calls
+				}
+			}
+		}
+		cpu, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return err
+		}
+		f := infoFields(cpu)
+		sys, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
+		user, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
+		s.cpu += sys + user
+		return nil
+	})
+	return s, err
+}
+
+func infoFields(info string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// keysMatching returns the keys that contain token, on every node.
+func (b *backend) keysMatching(ctx context.Context, token string) ([]string, error) {
+	var keys []string
+	err := b.eachNode(ctx, func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, "*"+token+"*", 1000).Iterator()
+		for it.Next(ctx) {
+			keys = append(keys, it.Val())
+		}
+		return it.Err()
+	})
+	return keys, err
+}
+
+// bytesOf returns the sum of MEMORY USAGE (every element counted) of keys.
+func (b *backend) bytesOf(ctx context.Context, keys []string) (int64, error) {
+	var sum int64
+	for _, k := range keys {
+		n, err := b.admin.MemoryUsage(ctx, k, 0).Result()
+		if err != nil && err != redis.Nil {
+			return 0, fmt.Errorf("MEMORY USAGE %s: %w", k, err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// unlink deletes keys one by one (they may live in different slots).
+func (b *backend) unlink(ctx context.Context, keys []string) error {
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 500)]
+		keys = keys[len(batch):]
+		_, err := b.admin.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.Unlink(ctx, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+// Package report measures what each rate-limiting strategy costs and what
+// it gives up, side by side in one run: decisions per second against a
+// trivial EVALSHA floor, latency, round trips, Redis commands and CPU per
+// decision, bytes per subject, precision, and the local twins' speed. The
+// report command (benchmarks/cmd/report) is its front end.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// The backends a report can run on.
+const (
+	BackendMiniredis = "miniredis" // embedded, in this process
+	BackendRedis     = "redis"     // one server at Options.Addrs[0]
+	BackendCluster   = "cluster"   // a Redis Cluster reached through Options.Addrs
+)
+
+// Options configure a run. The zero value of a field takes its default.
+type Options struct {
+	Backend       string        // default BackendMiniredis
+	Addrs         []string      // the server or cluster seeds for BackendRedis, BackendCluster
+	Duration      time.Duration // total time of the speed slices; default 30s
+	Rounds        int           // times every (target, concurrency) cell is visited; default 5
+	Concurrency   []int         // default 1, 8, 64
+	Subjects      int           // distinct subjects of the workload; default 10,000
+	Limit         strategy.Limit
+	Peers         bool          // measure the peer libraries too
+	LocalDuration time.Duration // per local twin and path; default 300ms; < 0 skips
+	Only          []string      // measure only targets with these names (the floor always)
+	Progress      io.Writer     // progress lines; nil for none
+}
+
+func (o *Options) defaults() {
+	if o.Backend == "" {
+		o.Backend = BackendMiniredis
+	}
+	if o.Duration <= 0 {
+		o.Duration = 30 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 5
+	}
+	if len(o.Concurrency) == 0 {
+		o.Concurrency = []int{1, 8, 64}
+	}
+	if o.Subjects <= 0 {
+		o.Subjects = 10000
+	}
+	if o.Limit == (strategy.Limit{}) {
+		o.Limit = strategy.PerMinute(100)
+	}
+	if o.LocalDuration == 0 {
+		o.LocalDuration = 300 * time.Millisecond
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// Report is the outcome of a run; its JSON form is the -json output.
+type Report struct {
+	Backend  string   `json:"backend"`
+	Server   string   `json:"server"` // "redis 7.0.15", "miniredis"
+	Machine  Machine  `json:"machine"`
+	Workload Workload `json:"workload"`
+	Rows     []Row    `json:"rows"`
+	Goals    []Goal   `json:"goals"`
+	Notes    []string `json:"notes"`
+}
+
+// Machine describes where the numbers come from.
+type Machine struct {
+	Cores       int    `json:"cores"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	GoVersion   string `json:"go"`
+	OS          string `json:"os"`
+	LoadBefore  string `json:"load_before,omitempty"` // 1, 5 and 15 minute load averages
+	LoadAfter   string `json:"load_after,omitempty"`
+	StartedAt   string `json:"started_at"`
+	SpeedMillis int64  `json:"speed_millis"` // wall time of the speed section
+}
+
+// Workload is what the speed section ran.
+type Workload struct {
+	Subjects    int    `json:"subjects"`
+	Limit       string `json:"limit"`
+	Concurrency []int  `json:"concurrency"`
+	Duration    string `json:"duration"`
+	Rounds      int    `json:"rounds"`
+	SliceMillis int64  `json:"slice_millis"`
+}
+
+// Row is one target's numbers. A nil pointer means not measured ("n/a").
+type Row struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"` // floor, ours, peer
+	Algorithm string `json:"algorithm"`
+	Note      string `json:"note,omitempty"`
+	Error     string `json:"error,omitempty"` // why the row has no numbers
+
+	Speed []Cell `json:"speed"`
+	// Per decision, over every speed slice.
+	RoundTrips       float64            `json:"round_trips_per_decision"`
+	Commands         *float64           `json:"commands_per_decision"`
+	CommandBreakdown map[string]float64 `json:"commands_breakdown,omitempty"`
+
+	BytesAfter10    *int64 `json:"bytes_after_10"`
+	BytesAfterLimit *int64 `json:"bytes_after_limit"`
+	Keys            int    `json:"keys_per_subject,omitempty"` // keys holding the subject after limit requests
+	MemoryNote      string `json:"memory_note,omitempty"`
+
+	PrecisionBoundary    *float64 `json:"precision_boundary"`
+	PrecisionBurstSteady *float64 `json:"precision_burst_steady"`
+	PrecisionNote        string   `json:"precision_note,omitempty"`
+
+	Local *Local `json:"local,omitempty"`
+}
+
+// Cell is one target at one concurrency.
+type Cell struct {
+	Concurrency     int      `json:"concurrency"`
+	Decisions       int64    `json:"decisions"`
+	Seconds         float64  `json:"seconds"`
+	PerSecond       float64  `json:"decisions_per_second"`
+	RatioToFloor    float64  `json:"ratio_to_floor"`
+	P50Micros       float64  `json:"p50_us"`
+	P99Micros       float64  `json:"p99_us"`
+	AllowedFraction float64  `json:"allowed_fraction"`
+	Errors          int64    `json:"errors"`
+	FirstError      string   `json:"first_error,omitempty"`
+	RoundTrips      float64  `json:"round_trips_per_decision"`
+	Commands        *float64 `json:"commands_per_decision"`
+	CPUMicros       *float64 `json:"redis_cpu_us_per_decision"`
+}
+
+// Local is the in-process twin's speed on a warm subject, one goroutine.
+type Local struct {
+	AllowedNanos    float64 `json:"allowed_ns"`
+	AllowedAllocs   float64 `json:"allowed_allocs"`
+	AllowedFraction float64 `json:"allowed_path_allowed_fraction"`
+	DeniedNanos     float64 `json:"denied_ns"`
+	DeniedAllocs    float64 `json:"denied_allocs"`
+}
+
+// Goal is one of the issue's targets and where the run stands.
+type Goal struct {
+	What     string   `json:"what"`
+	Want     string   `json:"want"`
+	Measured *float64 `json:"measured"`
+	Met      *bool    `json:"met"` // nil: not measured in this run
+	Note     string   `json:"note,omitempty"`
+}
+
+// Run measures every target (see package targets) on the backend o names.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	if err := o.Limit.Validate(); err != nil {
+		return nil, err
+	}
+	ts := selectTargets(o)
+	if len(ts) < 2 {
+		return nil, errors.New("report: no target besides the floor matches -only")
+	}
+	r := &Report{
+		Backend: o.Backend,
+		Machine: Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+			OS: runtime.GOOS + "/" + runtime.GOARCH, LoadBefore: loadAvg(), StartedAt: time.Now().UTC().Format(time.RFC3339)},
+		Workload: Workload{Subjects: o.Subjects, Limit: o.Limit.String(), Concurrency: o.Concurrency,
+			Duration: o.Duration.String(), Rounds: o.Rounds},
+	}
+	b, err := openBackend(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	r.Server = b.version
+	for _, t := range ts {
+		r.Rows = append(r.Rows, Row{Name: t.Name, Kind: string(t.Kind), Algorithm: t.Algorithm, Note: t.Note})
+	}
+
+	start := time.Now()
+	if err := runSpeed(ctx, o, b, ts, r); err != nil {
+		return nil, err
+	}
+	r.Machine.SpeedMillis = time.Since(start).Milliseconds()
+	r.Machine.LoadAfter = loadAvg()
+	if b.real() {
+		runMemory(ctx, o, b, ts, r)
+	} else {
+		for i := range r.Rows {
+			if r.Rows[i].Kind == string(targets.Ours) || r.Rows[i].Kind == string(targets.Peer) {
+				r.Rows[i].MemoryNote = "n/a on miniredis"
+			}
+		}
+	}
+	runPrecision(ctx, o, ts, r)
+	runLocal(o, r)
+	r.Goals = goals(r)
+	r.Notes = notes(o, b)
+	fmt.Fprintf(o.Progress, "\rdone in %s%s\n", time.Since(start).Round(time.Second), strings.Repeat(" ", 50))
+	return r, nil
+}
+
+func selectTargets(o Options) []targets.Target {
+	all := targets.All(o.Peers)
+	if len(o.Only) == 0 {
+		return all
+	}
+	var ts []targets.Target
+	for _, t := range all {
+		for _, n := range o.Only {
+			if t.Kind == targets.Floor || t.Name == n {
+				ts = append(ts, t)
+				break
+			}
+		}
+	}
+	return ts
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func notes(o Options, b *backend) []string {
+	n := []string{
+		"ratio = decisions/s of the row / decisions/s of the floor at the same concurrency; the cells were measured in " +
+			"interleaved slices (every round visits every cell, in a rotated order), so machine noise hits all rows alike",
+		"round trips counted by a client hook; commands per decision include the EVALSHA itself and every command a script calls",
+		"precision = the most units allowed in any sliding window of the limit's length / the limit, worst over the probe's variants; " +
+			"probes run on an embedded miniredis with a controlled clock (client clock, server TIME via SetTime, TTLs via FastForward), so they are deterministic",
+		"local = the in-process twin through the facade, one goroutine, one warm subject: allowed path with the clock stepping Window/Limit + 1ms per decision, denied path on an exhausted subject",
+	}
+	if b.real() {
+		n = append(n, "bytes = MEMORY USAGE ... SAMPLES 0 summed over the subject's keys (10-byte subject), after 10 and after limit decisions at once",
+			"Redis CPU = delta of used_cpu_sys + used_cpu_user over the slices / decisions; it includes the server's network work")
+	} else {
+		n = append(n, "miniredis runs in this process: speed ratios are indicative only; memory and Redis CPU are n/a (use -redis or -start-redis)")
+	}
+	if !o.Peers {
+		n = append(n, "peers not measured (-peers=false)")
+	}
+	return n
+}

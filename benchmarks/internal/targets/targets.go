@@ -1,0 +1,281 @@
+// Package targets names everything the benchmarks and the report measure
+// side by side: the trivial EVALSHA floor, this module's strategies (one per
+// ratelimit.Algorithms(), so new ones appear without a change here) and the
+// peer libraries, each behind one Decider interface.
+package targets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/mennanov/limiters"
+	"github.com/redis/go-redis/v9"
+	"github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Decider makes one rate-limit decision of one unit for subject.
+type Decider interface {
+	Decide(ctx context.Context, subject string) (allowed bool, err error)
+}
+
+// Kind sorts targets into the floor, ours and the peers.
+type Kind string
+
+// The kinds of target.
+const (
+	Floor  Kind = "floor"
+	Ours   Kind = "ours"
+	Facade Kind = "facade" // one of ours through the facade's Limiter
+	Peer   Kind = "peer"
+)
+
+// Env is what a target is built on.
+type Env struct {
+	RDB    redis.UniversalClient // the client every decision goes through
+	Limit  strategy.Limit        // Burst 0 means Limit
+	Prefix string                // key namespace of our strategies; "" keeps their default
+	// Clock, when set, is the time of the targets that take a client clock
+	// (ours, mennanov/limiters). The others read the Redis server's TIME
+	// (redis_rate) or rely on key TTLs (ulule/limiter); on miniredis the
+	// caller steers those with SetTime and FastForward.
+	Clock strategy.Clock
+}
+
+// Target is one row of the comparison.
+type Target struct {
+	Name      string // "floor", an Algorithm name, or "peer:<library> <algorithm>"
+	Kind      Kind
+	Algorithm string // the algorithm family
+	Note      string // how the peer is set up, when it matters
+	New       func(Env) (Decider, error)
+}
+
+// All returns the floor, then ours in ratelimit.Algorithms() order, then
+// one algorithm through the facade (fixed_window when registered), then the
+// peers when peers is true.
+func All(peers bool) []Target {
+	ts := append([]Target{FloorTarget()}, OursTargets()...)
+	algs := ratelimit.Algorithms()
+	fa := algs[0]
+	if slices.Contains(algs, "fixed_window") {
+		fa = "fixed_window"
+	}
+	ts = append(ts, FacadeTarget(fa))
+	if peers {
+		ts = append(ts, Peers()...)
+	}
+	return ts
+}
+
+var floorScript = redis.NewScript("return 1")
+
+type floor struct{ rdb redis.UniversalClient }
+
+func (f floor) Decide(ctx context.Context, subject string) (bool, error) {
+	return true, floorScript.Run(ctx, f.rdb, []string{subject}).Err()
+}
+
+// FloorTarget is the cheapest possible decision: EVALSHA of `return 1` with
+// the subject as its key, one round trip and one command.
+func FloorTarget() Target {
+	return Target{Name: "floor", Kind: Floor, Algorithm: "EVALSHA return 1",
+		New: func(e Env) (Decider, error) { return floor{e.RDB}, nil }}
+}
+
+// strategyDecider adapts a strategy.
+type strategyDecider struct{ s strategy.Strategy }
+
+func (d strategyDecider) Decide(ctx context.Context, subject string) (bool, error) {
+	r, err := d.s.AllowN(ctx, subject, 1)
+	return r.Allowed, err
+}
+
+// facadeDecider adapts a facade Limiter.
+type facadeDecider struct{ l *ratelimit.Limiter }
+
+func (d facadeDecider) Decide(ctx context.Context, subject string) (bool, error) {
+	r, err := d.l.Allow(ctx, subject)
+	return r.Allowed, err
+}
+
+// Config returns the facade Config of algorithm a for e.
+func Config(a ratelimit.Algorithm, lim strategy.Limit, prefix string) ratelimit.Config {
+	return ratelimit.Config{Algorithm: a, Limit: lim.Limit, Window: lim.Window, Burst: lim.Burst, Prefix: prefix}
+}
+
+// OursTargets returns one target per ratelimit.Algorithms(): the strategy
+// the facade builds for the Config (the Redis server's TIME unless
+// Env.Clock), called directly, so the row measures the algorithm and its
+// script; FacadeTarget measures what the facade's defaults add.
+func OursTargets() []Target {
+	var ts []Target
+	for _, a := range ratelimit.Algorithms() {
+		ts = append(ts, Target{Name: string(a), Kind: Ours, Algorithm: string(a),
+			New: func(e Env) (Decider, error) {
+				l, err := ratelimit.New(e.RDB, Config(a, e.Limit, e.Prefix), ratelimit.WithClock(e.Clock))
+				if err != nil {
+					return nil, err
+				}
+				return strategyDecider{l.Strategy()}, nil
+			}})
+	}
+	return ts
+}
+
+// FacadeTarget is algorithm a through the facade's Limiter.Allow with its
+// default failure handling (per-call timeout, breaker, fail open): the
+// facade's cost on top of the strategy's. It reads as "facade <a>".
+func FacadeTarget(a ratelimit.Algorithm) Target {
+	return Target{Name: "facade " + string(a), Kind: Facade, Algorithm: string(a),
+		Note: "ratelimit.New(...).Allow with the default failure policy, timeout and breaker",
+		New: func(e Env) (Decider, error) {
+			l, err := ratelimit.New(e.RDB, Config(a, e.Limit, e.Prefix), ratelimit.WithClock(e.Clock))
+			if err != nil {
+				return nil, err
+			}
+			return facadeDecider{l}, nil
+		}}
+}
+
+// Local returns the in-process twin of algorithm a, called directly, as a
+// Decider.
+func Local(a ratelimit.Algorithm, lim strategy.Limit, clock strategy.Clock) (Decider, error) {
+	l, err := ratelimit.NewLocal(Config(a, lim, ""), ratelimit.WithClock(clock))
+	if err != nil {
+		return nil, err
+	}
+	return strategyDecider{l.Strategy()}, nil
+}
+
+// Peers returns the peer libraries' targets: go-redis/redis_rate v10 (GCRA),
+// ulule/limiter v3 with its Redis store (fixed window) and
+// mennanov/limiters (sliding window, token bucket) with their go-redis
+// backends.
+func Peers() []Target {
+	return []Target{
+		{Name: "peer:redis_rate gcra", Kind: Peer, Algorithm: "gcra",
+			Note: "go-redis/redis_rate v10, Allow with burst = limit; server TIME",
+			New:  newRedisRate},
+		{Name: "peer:ulule fixed_window", Kind: Peer, Algorithm: "fixed_window",
+			Note: "ulule/limiter v3 Redis store; window starts at a subject's first request; denied requests are counted",
+			New:  newUlule},
+		{Name: "peer:mennanov sliding_window", Kind: Peer, Algorithm: "sliding_counter",
+			Note: "mennanov/limiters SlidingWindow + SlidingWindowRedis (pipeline INCR, PEXPIRE, GET), one limiter per subject; denied requests are counted",
+			New:  newMennanovSW},
+		{Name: "peer:mennanov token_bucket", Kind: Peer, Algorithm: "token_bucket",
+			Note: "mennanov/limiters TokenBucket + TokenBucketRedis (MGET then MULTI SET SET EXEC), LockNoop, no race check: not atomic across processes",
+			New:  newMennanovTB},
+	}
+}
+
+type redisRate struct {
+	l   *redis_rate.Limiter
+	lim redis_rate.Limit
+}
+
+func (d redisRate) Decide(ctx context.Context, subject string) (bool, error) {
+	r, err := d.l.Allow(ctx, subject, d.lim)
+	if err != nil {
+		return false, err
+	}
+	return r.Allowed > 0, nil
+}
+
+func newRedisRate(e Env) (Decider, error) {
+	if e.Limit.Limit > int64(^uint32(0)>>1) || e.Limit.Capacity() > int64(^uint32(0)>>1) {
+		return nil, fmt.Errorf("redis_rate: limit %v does not fit an int", e.Limit)
+	}
+	return redisRate{redis_rate.NewLimiter(e.RDB),
+		redis_rate.Limit{Rate: int(e.Limit.Limit), Period: e.Limit.Window, Burst: int(e.Limit.Capacity())}}, nil
+}
+
+type ulule struct{ l *limiter.Limiter }
+
+func (d ulule) Decide(ctx context.Context, subject string) (bool, error) {
+	c, err := d.l.Get(ctx, subject)
+	if err != nil {
+		return false, err
+	}
+	return !c.Reached, nil
+}
+
+func newUlule(e Env) (Decider, error) {
+	store, err := ulredis.NewStoreWithOptions(e.RDB, limiter.StoreOptions{Prefix: limiter.DefaultPrefix, MaxRetry: limiter.DefaultMaxRetry})
+	if err != nil {
+		return nil, err
+	}
+	return ulule{limiter.New(store, limiter.Rate{Period: e.Limit.Window, Limit: e.Limit.Limit})}, nil
+}
+
+// perSubject holds one peer limiter per subject (mennanov/limiters binds a
+// limiter to one key).
+type perSubject[L any] struct {
+	m   sync.Map
+	new func(subject string) L
+}
+
+func (p *perSubject[L]) get(subject string) L {
+	if v, ok := p.m.Load(subject); ok {
+		return v.(L)
+	}
+	v, _ := p.m.LoadOrStore(subject, p.new(subject))
+	return v.(L)
+}
+
+type mennanovSW struct {
+	p *perSubject[*limiters.SlidingWindow]
+}
+
+func (d mennanovSW) Decide(ctx context.Context, subject string) (bool, error) {
+	return limited(d.p.get(subject).Limit(ctx))
+}
+
+func limited(_ time.Duration, err error) (bool, error) {
+	if errors.Is(err, limiters.ErrLimitExhausted) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func clockOf(e Env) limiters.Clock {
+	if e.Clock != nil {
+		return e.Clock
+	}
+	return limiters.NewSystemClock()
+}
+
+func newMennanovSW(e Env) (Decider, error) {
+	clk := clockOf(e)
+	return mennanovSW{&perSubject[*limiters.SlidingWindow]{new: func(s string) *limiters.SlidingWindow {
+		return limiters.NewSlidingWindow(e.Limit.Limit, e.Limit.Window, limiters.NewSlidingWindowRedis(e.RDB, s), clk, 1e-9)
+	}}}, nil
+}
+
+type mennanovTB struct {
+	p *perSubject[*limiters.TokenBucket]
+}
+
+func (d mennanovTB) Decide(ctx context.Context, subject string) (bool, error) {
+	return limited(d.p.get(subject).Limit(ctx))
+}
+
+func newMennanovTB(e Env) (Decider, error) {
+	if e.Limit.Limit == 0 {
+		return nil, errors.New("mennanov token bucket: limit 0 has no refill rate")
+	}
+	clk := clockOf(e)
+	refill := e.Limit.Window / time.Duration(e.Limit.Limit)
+	return mennanovTB{&perSubject[*limiters.TokenBucket]{new: func(s string) *limiters.TokenBucket {
+		return limiters.NewTokenBucket(e.Limit.Capacity(), refill, limiters.NewLockNoop(),
+			limiters.NewTokenBucketRedis(e.RDB, s, e.Limit.Window, false), clk, limiters.NewStdLogger())
+	}}}, nil
+}
