@@ -1,0 +1,123 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/internal/testredis"
+)
+
+// benchKeys are the subjects the benchmarks spread decisions over.
+var benchKeys = func() []string {
+	k := make([]string, 1024)
+	for i := range k {
+		k[i] = fmt.Sprint("user:", i)
+	}
+	return k
+}()
+
+// runDecisions benchmarks l.Allow serially and in parallel, over many keys.
+func runDecisions(b *testing.B, allow func(ctx context.Context, key string) (ratelimit.Result, error), wantDegraded bool) {
+	ctx := context.Background()
+	check := func(r ratelimit.Result, err error) {
+		if err != nil || r.Degraded != wantDegraded {
+			b.Fatalf("decision %+v, %v; want Degraded %v", r, err, wantDegraded)
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			check(allow(ctx, benchKeys[i%len(benchKeys)]))
+			i++
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				check(allow(ctx, benchKeys[i%len(benchKeys)]))
+				i++
+			}
+		})
+	})
+}
+
+// BenchmarkDecision compares a decision on a healthy Redis with one made
+// while Redis is down and the breaker is open, for each failure policy. Run
+// it with
+//
+//	go test -run '^$' -bench BenchmarkDecision -benchmem .
+func BenchmarkDecision(b *testing.B) {
+	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1 << 30, Window: time.Minute, LocalShare: 0.5}
+
+	b.Run("redis up", func(b *testing.B) {
+		srv := testredis.Start(b)
+		rdb := srv.Client(b)
+		l, err := ratelimit.New(rdb, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("limiter", func(b *testing.B) { runDecisions(b, l.Allow, false) })
+		// the strategy alone: what the timeout guard and breaker add
+		b.Run("strategy alone", func(b *testing.B) {
+			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
+				return l.Strategy().AllowN(ctx, key, 1)
+			}, false)
+		})
+	})
+
+	b.Run("redis down, breaker open", func(b *testing.B) {
+		srv := testredis.Start(b)
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		b.Cleanup(func() { rdb.Close() })
+		srv.Stop()
+		for _, p := range failurePolicies {
+			b.Run(string(p), func(b *testing.B) {
+				c := cfg
+				c.OnFailure = p
+				c.Timeout = 50 * time.Millisecond
+				breaker := mustBreaker(b, 1, time.Hour)
+				l, err := ratelimit.New(rdb, c, ratelimit.WithBreaker(breaker))
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Allow(context.Background(), "open the breaker")
+				if s := breaker.State(); s != ratelimit.BreakerOpen {
+					b.Fatalf("breaker %v, want open", s)
+				}
+				runDecisions(b, l.Allow, true)
+			})
+		}
+	})
+
+	b.Run("denial cache hit", func(b *testing.B) {
+		srv := testredis.Start(b)
+		c := cfg
+		c.Limit = 1
+		l, err := ratelimit.New(srv.Client(b), c, ratelimit.WithDenyCache(4*len(benchKeys))) // room for every subject
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, k := range benchKeys { // each subject spends its unit, then is denied
+			l.Allow(ctx, k)
+			if r, _ := l.Allow(ctx, k); r.Allowed {
+				b.Fatalf("%s: second unit allowed", k)
+			}
+		}
+		runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
+			r, err := l.Allow(ctx, key)
+			if r.Allowed {
+				b.Fatalf("%s allowed", key)
+			}
+			return r, err
+		}, false)
+	})
+}
