@@ -122,9 +122,12 @@ func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 	if f := fixtures[id]; f != nil {
 		return f
 	}
-	n := 1
-	if keys == "many" {
+	n, shards := 1, 0
+	switch keys {
+	case "many":
 		n = manySubjects
+	case "hot-sharded4":
+		shards = 4
 	}
 	lim := strategy.PerMinute(100)
 	if path == "denied" {
@@ -143,13 +146,17 @@ func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 		f.st = floorStrategy{client(b, backend)}
 	case backend == "local":
 		var l *ratelimit.Limiter
-		l, err = ratelimit.NewLocal(targets.Config(ratelimit.Algorithm(alg), lim, ""), ratelimit.WithClock(f.clock))
+		cfg := targets.Config(ratelimit.Algorithm(alg), lim, "")
+		cfg.Shards = shards
+		l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(f.clock))
 		if err == nil {
 			f.st = l.Strategy()
 		}
 	default:
 		var l *ratelimit.Limiter
-		l, err = ratelimit.New(client(b, backend), targets.Config(ratelimit.Algorithm(alg), lim, prefix), ratelimit.WithClock(f.clock))
+		cfg := targets.Config(ratelimit.Algorithm(alg), lim, prefix)
+		cfg.Shards = shards
+		l, err = ratelimit.New(client(b, backend), cfg, ratelimit.WithClock(f.clock))
 		if err == nil {
 			f.st = l.Strategy()
 		}
@@ -163,13 +170,20 @@ func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 	}
 	ctx := context.Background()
 	if alg != "floor" {
-		cost := int64(1)
+		// warm every subject; exhaust it for the denied path (unit by unit
+		// when sharded: a cost above one shard's share never passes)
+		cost, times := int64(1), int64(1)
 		if path == "denied" {
-			cost = lim.Capacity() // exhaust every subject
+			cost = lim.Capacity()
+			if shards > 0 {
+				cost, times = 1, 2*lim.Capacity()
+			}
 		}
 		for _, s := range f.subjects {
-			if _, err := f.st.AllowN(ctx, s, cost); err != nil {
-				b.Fatal(err)
+			for range times {
+				if _, err := f.st.AllowN(ctx, s, cost); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
@@ -186,14 +200,18 @@ func algorithms() []string {
 }
 
 // BenchmarkDecide: every strategy on every backend, serial and parallel,
-// many subjects and one hot subject, allowed and denied paths.
+// many subjects, one hot subject and one hot subject spread over 4 shards
+// (Config.Shards), allowed and denied paths.
 func BenchmarkDecide(b *testing.B) {
 	for _, alg := range append(algorithms(), "floor") {
 		for _, backend := range []string{"local", "miniredis", "redis"} {
 			if alg == "floor" && backend == "local" {
 				continue
 			}
-			for _, keys := range []string{"many", "hot"} {
+			for _, keys := range []string{"many", "hot", "hot-sharded4"} {
+				if alg == "floor" && keys == "hot-sharded4" {
+					continue
+				}
 				for _, path := range []string{"allowed", "denied"} {
 					if alg == "floor" && path == "denied" {
 						continue
