@@ -24,6 +24,15 @@ import (
 // chose so. Choose FailClosed for endpoints where an unenforced limit costs
 // more than refusing service (logins, password resets, paid APIs), and
 // FailLocal to keep an approximate limit per process.
+//
+// Each call to Redis runs under Config.Timeout on a goroutine of its own, so
+// a decision returns on time whatever the client's settings. Build the
+// go-redis client with ContextTimeoutEnabled so that it, too, stops at that
+// deadline and frees the connection (without it an abandoned call holds its
+// connection until the client's ReadTimeout), and keep ReadTimeout at least
+// Timeout or set MaxRetries to -1: go-redis re-sends a command whose read
+// timed out, and a script that timed out may have run. EVAL is sent only
+// after Redis replied NOSCRIPT, never after a timeout.
 type FailurePolicy string
 
 // The failure policies.
@@ -227,7 +236,7 @@ func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, 
 	)
 	switch {
 	case l.fail != nil:
-		r, err, out = l.fail.decide(ctx, l.st, op, key, n)
+		r, out, err = l.fail.decide(ctx, l.st, op, key, n)
 	case op == opPeek:
 		r, err = l.st.Peek(ctx, key)
 	default:
@@ -268,13 +277,13 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 	return err
 }
 
-func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key string, n int64) (Result, error, outcome) {
+func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key string, n int64) (Result, outcome, error) {
 	// Bad input is the caller's error, never a degraded decision.
 	if err := strategy.ValidateKey(key); err != nil {
-		return Result{}, err, outcome{}
+		return Result{}, outcome{}, err
 	}
 	if err := strategy.ValidateCost(n); err != nil {
-		return Result{}, err, outcome{}
+		return Result{}, outcome{}, err
 	}
 	if op == opAllow && n == 0 {
 		op = opPeek // n = 0 behaves as Peek
@@ -282,12 +291,12 @@ func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key stri
 	cache := f.deny != nil && op == opAllow
 	if cache {
 		if r, ok := f.deny.lookup(key, n); ok {
-			return r, nil, outcome{cached: true}
+			return r, outcome{cached: true}, nil
 		}
 	}
 	ok, probe := f.breaker.allow()
 	if !ok {
-		return f.degrade(ctx, op, key, n), nil, outcome{degraded: true, cause: errBreakerOpen}
+		return f.degrade(ctx, op, key, n), outcome{degraded: true, cause: errBreakerOpen}, nil
 	}
 	var gen uint64
 	var sent int64
@@ -302,12 +311,12 @@ func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key stri
 	})
 	f.breaker.done(probe, classify(ctx, err))
 	if err != nil {
-		return f.degrade(ctx, op, key, n), nil, outcome{degraded: true, cause: err}
+		return f.degrade(ctx, op, key, n), outcome{degraded: true, cause: err}, nil
 	}
 	if cache && !r.Allowed {
 		f.deny.put(key, n, r, gen, sent)
 	}
-	return r, nil, outcome{}
+	return r, outcome{}, nil
 }
 
 func (f *failure) reset(ctx context.Context, st strategy.Strategy, key string) error {

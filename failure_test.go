@@ -692,3 +692,41 @@ func TestDenyCacheResetAndBound(t *testing.T) {
 		t.Fatalf("NewLocal with a deny cache: %v, want it accepted and unused", err)
 	}
 }
+
+// With Redis down, a login limiter that must not be bypassed denies, and a
+// search limiter shared by 20 application hosts lets each host allow its
+// twentieth of the limit on its own. Neither returns an error: the Result
+// says the decision was degraded.
+func ExampleFailurePolicy() {
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		panic(err)
+	}
+	addr := mr.Addr()
+	mr.Close() // Redis is down
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+
+	login, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute,
+		OnFailure: ratelimit.FailClosed, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	search, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 40, Window: time.Minute,
+		OnFailure: ratelimit.FailLocal, LocalShare: 1.0 / 20, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	r, err := login.Allow(ctx, "user:42")
+	fmt.Printf("login: allowed=%v degraded=%v err=%v\n", r.Allowed, r.Degraded, err)
+	for i := 1; i <= 3; i++ {
+		r, _ := search.Allow(ctx, "user:42")
+		fmt.Printf("search %d: allowed=%v degraded=%v limit=%d\n", i, r.Allowed, r.Degraded, r.Limit)
+	}
+	// Output:
+	// login: allowed=false degraded=true err=<nil>
+	// search 1: allowed=true degraded=true limit=2
+	// search 2: allowed=true degraded=true limit=2
+	// search 3: allowed=false degraded=true limit=2
+}
