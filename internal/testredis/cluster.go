@@ -29,6 +29,8 @@ type Cluster struct {
 	Nodes []*Server
 	// Slots are the slot ranges of the masters, [first, last] inclusive.
 	Slots [][2]int
+	// BusPorts are the masters' cluster bus ports.
+	BusPorts []int
 }
 
 // Addrs returns the masters' addresses, to seed a ClusterClient.
@@ -85,13 +87,20 @@ func StartClusterProcess() (*Cluster, error) {
 		}
 	}()
 	for i := 0; i < ClusterMasters; i++ {
-		// The config file name is relative to the node's own --dir.
-		s, err := StartProcess("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "yes")
+		// The bus port is chosen too: the default, port+10000, may be
+		// taken or above 65535. The config file name is relative to the
+		// node's own --dir.
+		bus, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := StartProcess("--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000", "--cluster-require-full-coverage", "yes")
 		if err != nil {
 			return nil, fmt.Errorf("start cluster node %d: %w", i, err)
 		}
 		c.Nodes = append(c.Nodes, s)
+		c.BusPorts = append(c.BusPorts, bus)
 		first := i * clusterSlots / ClusterMasters
 		last := (i+1)*clusterSlots/ClusterMasters - 1
 		c.Slots = append(c.Slots, [2]int{first, last})
@@ -116,7 +125,8 @@ func StartClusterProcess() (*Cluster, error) {
 	for i, cl := range clients {
 		for j, n := range c.Nodes {
 			if i != j {
-				if err := cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(n.Port)).Err(); err != nil {
+				// CLUSTER MEET ip port cluster-port: the bus port is not port+10000
+				if err := cl.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", n.Port, c.BusPorts[j]).Err(); err != nil {
 					return nil, fmt.Errorf("cluster node %s: CLUSTER MEET %s: %w", c.Nodes[i].Addr, n.Addr, err)
 				}
 			}
@@ -171,18 +181,28 @@ func (c *Cluster) nodeReady(ctx context.Context, cl *redis.Client, ids []string)
 			return fmt.Errorf("CLUSTER INFO lacks %s", want)
 		}
 	}
-	slots, err := cl.ClusterSlots(ctx).Result()
+	shards, err := cl.ClusterShards(ctx).Result()
 	if err != nil {
 		return err
 	}
-	if len(slots) != len(ids) {
-		return fmt.Errorf("CLUSTER SLOTS has %d ranges, want %d", len(slots), len(ids))
-	}
-	for _, s := range slots {
-		i := slices.IndexFunc(c.Slots, func(r [2]int) bool { return r[0] == s.Start && r[1] == s.End })
-		if i < 0 || len(s.Nodes) == 0 || s.Nodes[0].ID != ids[i] {
-			return fmt.Errorf("CLUSTER SLOTS range %d-%d not yet owned as assigned", s.Start, s.End)
+	owned := 0
+	for _, sh := range shards {
+		var master string
+		for _, n := range sh.Nodes {
+			if n.Role == "master" && n.Health == "online" {
+				master = n.ID
+			}
 		}
+		for _, r := range sh.Slots {
+			i := slices.IndexFunc(c.Slots, func(want [2]int) bool { return int64(want[0]) == r.Start && int64(want[1]) == r.End })
+			if i < 0 || master != ids[i] {
+				return fmt.Errorf("CLUSTER SHARDS: slots %d-%d not yet owned as assigned", r.Start, r.End)
+			}
+			owned++
+		}
+	}
+	if owned != len(ids) {
+		return fmt.Errorf("CLUSTER SHARDS lists %d slot ranges, want %d", owned, len(ids))
 	}
 	return nil
 }
