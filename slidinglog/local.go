@@ -123,7 +123,11 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		newest := func() int64 { return g.at(g.count-1) + window - now }
 		switch {
 		case want > limit:
-			res = redisx.ResultOf(false, limit, max(limit-count, 0), -1, 0)
+			reset := int64(0)
+			if count > 0 {
+				reset = newest()
+			}
+			res = redisx.ResultOf(false, limit, max(limit-count, 0), -1, reset)
 		case count+want <= limit && n == 0:
 			reset := int64(0)
 			if count > 0 {

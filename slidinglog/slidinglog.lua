@@ -26,7 +26,12 @@ else
 end
 
 if want > limit then
-  return {0, math.max(limit - count, 0), -1, 0}
+  local reset = 0
+  if count > 0 then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    reset = tonumber(newest[2]) + window - now
+  end
+  return {0, math.max(limit - count, 0), -1, reset}
 end
 
 if count + want <= limit then
