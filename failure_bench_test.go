@@ -97,6 +97,28 @@ func BenchmarkDecision(b *testing.B) {
 		}
 	})
 
+	// Without a breaker (one that never opens), each decision waits for
+	// the Timeout: what the breaker saves.
+	b.Run("redis down, breaker never opens", func(b *testing.B) {
+		srv := testredis.Start(b)
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		b.Cleanup(func() { rdb.Close() })
+		srv.Stop()
+		c := cfg
+		c.Timeout = 20 * time.Millisecond
+		l, err := ratelimit.New(rdb, c, ratelimit.WithBreaker(mustBreaker(b, 1<<30, 0)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, err := l.Allow(ctx, "user:1"); err != nil || !r.Degraded {
+				b.Fatalf("decision %+v, %v; want degraded", r, err)
+			}
+		}
+	})
+
 	b.Run("denial cache hit", func(b *testing.B) {
 		srv := testredis.Start(b)
 		c := cfg
