@@ -112,6 +112,7 @@ type scale struct {
 	lp, wp   int64
 	capacity int64 // in units of the limit
 	full     int64 // capacity × wp
+	fullMs   int64 // ⌊full/lp⌋
 }
 
 // denyAll reports a Limit of 0, which denies every request.
@@ -148,6 +149,7 @@ func newScale(lim strategy.Limit) (scale, error) {
 			strategy.ErrInvalidLimit, field, s.capacity, lim.Window, field, s.capacity, s.wp)
 	}
 	s.full = s.capacity * s.wp
+	s.fullMs = s.full / s.lp
 	return s, nil
 }
 

@@ -682,6 +682,13 @@ func BenchmarkLocal(b *testing.B) {
 			st.AllowN(ctx, "warm", 1)
 		}
 	})
+	b.Run("warm-cheap-clock", func(b *testing.B) { // the decision alone, without time.Now
+		now := conformance.Epoch
+		st, _ := gcra.NewLocal(strategy.Limit{Limit: 1 << 30, Window: time.Second}, strategy.WithClock(strategy.ClockFunc(func() time.Time { return now })))
+		for b.Loop() {
+			st.AllowN(ctx, "warm", 1)
+		}
+	})
 	b.Run("parallel", func(b *testing.B) {
 		keys := make([]string, 1024)
 		for i := range keys {

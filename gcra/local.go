@@ -80,7 +80,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
 	var ahead int64 // how far v is after now, in 1/lp ms
 	if d := v.ms - now; d >= 0 {
-		if d > s.full/s.lp {
+		if d > s.fullMs {
 			ahead = s.full
 		} else {
 			ahead = min(d*s.lp+v.frac, s.full)
@@ -99,8 +99,12 @@ func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
 	case n == 0:
 		return redisx.ResultOf(true, s.capacity, remaining, 0, reset), now + reset
 	}
-	v.ms, v.frac = now+after/s.lp, after%s.lp
-	reset = ceilDiv(after, s.lp)
+	ms, frac := after/s.lp, after%s.lp
+	v.ms, v.frac = now+ms, frac
+	reset = ms
+	if frac > 0 {
+		reset++
+	}
 	return redisx.ResultOf(true, s.capacity, (s.full-after)/s.wp, 0, reset), now + reset
 }
 

@@ -67,39 +67,45 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 	now := l.clock.Now().UnixMilli()
 	var res strategy.Result
 	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(b *bucket) int64 {
-		res = l.sc.decide(b, now, n)
-		return now + ceilDiv(b.deficit, l.sc.lp)
+		var expires int64
+		res, expires = l.sc.decide(b, now, n)
+		return expires
 	})
 	return res, nil
 }
 
-// decide is the script's decision, on b at now, for n units (0: peek).
-func (s scale) decide(b *bucket, now, n int64) strategy.Result {
+// decide is the script's decision, on b at now, for n units (0: peek). It
+// returns the Result and the instant from which b no longer matters (the
+// bucket is full).
+func (s scale) decide(b *bucket, now, n int64) (strategy.Result, int64) {
 	if now > b.last {
-		if e := now - b.last; e >= ceilDiv(b.deficit, s.lp) {
+		// e*lp cannot overflow below fullMs, and from fullMs on any bucket is full
+		if e := now - b.last; e >= s.fullMs || e*s.lp >= b.deficit {
 			b.deficit = 0
 		} else {
 			b.deficit -= e * s.lp
 		}
 		b.last = now
 	}
-	if b.deficit <= 0 {
-		b.deficit, b.last = 0, now
+	if b.deficit == 0 {
+		b.last = now
 	}
 	tokens := s.full - b.deficit
 	want := max(n, 1)
 	remaining := tokens / s.wp
 	reset := ceilDiv(b.deficit, s.lp)
+	if want > s.capacity {
+		return redisx.ResultOf(false, s.capacity, remaining, -1, reset), now + reset
+	}
 	switch need := want * s.wp; {
-	case want > s.capacity:
-		return redisx.ResultOf(false, s.capacity, remaining, -1, reset)
 	case need > tokens:
-		return redisx.ResultOf(false, s.capacity, remaining, ceilDiv(need-tokens, s.lp), reset)
+		return redisx.ResultOf(false, s.capacity, remaining, ceilDiv(need-tokens, s.lp), reset), now + reset
 	case n == 0:
-		return redisx.ResultOf(true, s.capacity, remaining, 0, reset)
+		return redisx.ResultOf(true, s.capacity, remaining, 0, reset), now + reset
 	default:
 		b.deficit += need
-		return redisx.ResultOf(true, s.capacity, (tokens-need)/s.wp, 0, ceilDiv(b.deficit, s.lp))
+		reset = ceilDiv(b.deficit, s.lp)
+		return redisx.ResultOf(true, s.capacity, (tokens-need)/s.wp, 0, reset), now + reset
 	}
 }
 

@@ -103,6 +103,7 @@ type scale struct {
 	lp, wp   int64
 	capacity int64 // in tokens
 	full     int64 // capacity × wp
+	fullMs   int64 // ⌈full/lp⌉: the refill time of an empty bucket, in ms
 }
 
 // denyAll reports a Limit of 0, which denies every request.
@@ -139,6 +140,7 @@ func newScale(lim strategy.Limit) (scale, error) {
 			strategy.ErrInvalidLimit, field, s.capacity, lim.Window, field, s.capacity, s.wp)
 	}
 	s.full = s.capacity * s.wp
+	s.fullMs = (s.full + s.lp - 1) / s.lp
 	return s, nil
 }
 
