@@ -19,6 +19,10 @@ import (
 // that does not look at Degraded still gets the policy its owner chose; it is
 // reported to the Observer with the cause (Decision.Degraded, Decision.Cause).
 //
+// The caller's own context is not Redis failing: when it is canceled, or its
+// deadline (shorter than Timeout) passes before Redis answers, the decision
+// returns promptly with an error wrapping ctx.Err() and no policy applies.
+//
 // The zero value "" means FailOpen: an outage of the limiter's store must not
 // become an outage of every service that imports the limiter unless its owner
 // chose so. Choose FailClosed for endpoints where an unenforced limit costs
@@ -288,6 +292,11 @@ func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key stri
 	if op == opAllow && n == 0 {
 		op = opPeek // n = 0 behaves as Peek
 	}
+	// A caller that has given up gets its context's error, as from any Go
+	// call: that is not a failure of Redis, and no policy applies.
+	if err := ctx.Err(); err != nil {
+		return Result{}, outcome{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
 	cache := f.deny != nil && op == opAllow
 	if cache {
 		if r, ok := f.deny.lookup(key, n); ok {
@@ -310,6 +319,10 @@ func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key stri
 		return st.AllowN(ctx, key, n)
 	})
 	f.breaker.done(probe, classify(ctx, err))
+	if err != nil && ctx.Err() != nil {
+		// the caller's own deadline or cancellation ended the wait
+		return Result{}, outcome{cause: err}, err
+	}
 	if err != nil {
 		return f.degrade(ctx, op, key, n), outcome{degraded: true, cause: err}, nil
 	}
