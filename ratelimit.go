@@ -20,9 +20,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/fixedwindow"
+	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
+	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
 // Result is the outcome of a decision; see strategy.Result.
@@ -42,6 +45,16 @@ const (
 	// SlidingLog is exact: a sorted set of every unit in the window. Memory
 	// grows with the limit. Package slidinglog.
 	SlidingLog Algorithm = "sliding_log"
+	// FixedWindow counts units per window aligned to multiples of Window
+	// since the epoch: one integer per subject, but up to twice the limit
+	// across a window boundary. Package fixedwindow.
+	FixedWindow Algorithm = "fixed_window"
+	// TokenBucket holds up to Burst (default Limit) tokens refilled at Limit
+	// per Window, exactly: one small hash per subject. Package tokenbucket.
+	TokenBucket Algorithm = "token_bucket"
+	// GCRA is the generic cell rate algorithm: the token bucket's decisions
+	// from one stored instant per subject. Package gcra.
+	GCRA Algorithm = "gcra"
 )
 
 // algorithm is how the facade builds one algorithm.
@@ -57,6 +70,30 @@ var algorithms = map[Algorithm]algorithm{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+	FixedWindow: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return fixedwindow.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return fixedwindow.NewLocal(lim, o...)
+		},
+	},
+	TokenBucket: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.NewLocal(lim, o...)
+		},
+	},
+	GCRA: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return gcra.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return gcra.NewLocal(lim, o...)
 		},
 	},
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -31,7 +32,7 @@ func TestNewValidates(t *testing.T) {
 		edit  func(*ratelimit.Config)
 		field string
 	}{
-		{"unknown algorithm", func(c *ratelimit.Config) { c.Algorithm = "leaky" }, `Algorithm must be one of "sliding_log"`},
+		{"unknown algorithm", func(c *ratelimit.Config) { c.Algorithm = "leaky" }, `Algorithm must be one of "fixed_window", "gcra", "sliding_log", "token_bucket"`},
 		{"empty algorithm", func(c *ratelimit.Config) { c.Algorithm = "" }, "Algorithm"},
 		{"negative limit", func(c *ratelimit.Config) { c.Limit = -1 }, "Limit"},
 		{"zero window", func(c *ratelimit.Config) { c.Window = 0 }, "Window"},
@@ -100,5 +101,36 @@ func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Switching an endpoint's algorithm on the same prefix and subject must never
+// meet the old algorithm's key (WRONGTYPE): every pair, both orders.
+func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
+	_, rdb := miniClient(t)
+	srv := testredis.Shared(t)
+	real := srv.Client(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		rdb  redis.Scripter
+	}{{"miniredis", rdb}, {"redis", real}} {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := testredis.Prefix(t)
+			for _, a := range ratelimit.Algorithms() {
+				for _, b := range ratelimit.Algorithms() {
+					for _, alg := range []ratelimit.Algorithm{a, b} {
+						l, err := ratelimit.New(c.rdb, ratelimit.Config{Algorithm: alg, Limit: 100, Window: time.Minute, Prefix: prefix})
+						if err != nil {
+							t.Fatal(err)
+						}
+						r, err := l.Allow(ctx, "user:42")
+						if err != nil || r.Degraded || !r.Allowed {
+							t.Fatalf("%s after %s on the same subject: %+v, %v; want allowed, not degraded", alg, a, r, err)
+						}
+					}
+				}
+			}
+		})
 	}
 }
