@@ -145,21 +145,9 @@ func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 	case alg == "floor":
 		f.st = floorStrategy{client(b, backend)}
 	case backend == "local":
-		var l *ratelimit.Limiter
-		cfg := targets.Config(ratelimit.Algorithm(alg), lim, "")
-		cfg.Shards = shards
-		l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(f.clock))
-		if err == nil {
-			f.st = l.Strategy()
-		}
+		f.st, err = targets.NewLocalStrategy(ratelimit.Algorithm(alg), lim, f.clock, shards)
 	default:
-		var l *ratelimit.Limiter
-		cfg := targets.Config(ratelimit.Algorithm(alg), lim, prefix)
-		cfg.Shards = shards
-		l, err = ratelimit.New(client(b, backend), cfg, ratelimit.WithClock(f.clock))
-		if err == nil {
-			f.st = l.Strategy()
-		}
+		f.st, err = targets.NewStrategy(ratelimit.Algorithm(alg), client(b, backend), lim, prefix, f.clock, shards)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -193,7 +181,7 @@ func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 
 func algorithms() []string {
 	var a []string
-	for _, x := range ratelimit.Algorithms() {
+	for _, x := range targets.Names() {
 		a = append(a, string(x))
 	}
 	return a

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/benchmarks/internal/report"
+	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
 )
 
 // tiny keeps the speed section short: the test checks that the report
@@ -51,7 +51,7 @@ func checkCommon(t *testing.T, r report.Report) map[string]report.Row {
 	t.Helper()
 	rows := rowsByName(r)
 	want := []string{"floor"}
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range targets.Names() {
 		want = append(want, string(a))
 	}
 	for _, name := range want {
@@ -152,7 +152,7 @@ func TestReportTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range targets.Names() {
 		if !strings.Contains(out, string(a)) {
 			t.Errorf("table lacks strategy %q:\n%s", a, out)
 		}
@@ -204,7 +204,7 @@ func TestReportOnRealRedis(t *testing.T) {
 			points++
 		}
 	}
-	if want := len(ratelimit.Algorithms()); points < want {
+	if want := len(targets.Names()); points < want {
 		t.Errorf("chart has %d circles, want at least one per strategy (%d)", points, want)
 	}
 }

@@ -145,6 +145,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		pb, ps := "-", "-"
 		b10, bl := "-", "-"
+		if rw.Kind == "floor" && rw.BytesAfterLimit != nil {
+			b10, bl = bytesStr(rw.BytesAfter10), bytesStr(rw.BytesAfterLimit)
+		}
 		if rw.Kind == "ours" || rw.Kind == "peer" {
 			pb, ps = f1(rw.PrecisionBoundary, "%.2f"), f1(rw.PrecisionBurstSteady, "%.2f")
 			b10, bl = bytesStr(rw.BytesAfter10), bytesStr(rw.BytesAfterLimit)

@@ -25,7 +25,13 @@ func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, 
 	env := targets.Env{RDB: b.work, Limit: o.Limit}
 	for i, t := range ts {
 		row := &r.Rows[i]
-		if t.Kind == targets.Floor || t.Kind == targets.Facade || row.Error != "" {
+		if t.Kind == targets.Floor {
+			if err := memoryFloor(ctx, b, row); err != nil {
+				row.MemoryNote = "n/a: " + err.Error()
+			}
+			continue
+		}
+		if t.Kind == targets.Facade || row.Error != "" {
 			continue
 		}
 		fmt.Fprintf(o.Progress, "\rmemory %-40s", t.Name)
@@ -35,21 +41,49 @@ func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, 
 	}
 }
 
+// freshSubject returns a 10-byte subject that no key contains yet.
+func freshSubject(ctx context.Context, b *backend) (string, error) {
+	for {
+		subject := "u" + strconv.Itoa(100000000+rand.IntN(900000000))
+		keys, err := b.keysMatching(ctx, subject)
+		if err != nil {
+			return "", err
+		}
+		if len(keys) == 0 { // never measure (or delete) a key we did not write
+			return subject, nil
+		}
+	}
+}
+
+// memoryFloor measures the least a subject can cost in Redis with our key
+// layout: one key "rl:xx:{<subject>}" holding an integer, with a TTL.
+func memoryFloor(ctx context.Context, b *backend, row *Row) error {
+	subject, err := freshSubject(ctx, b)
+	if err != nil {
+		return err
+	}
+	key := "rl:xx:{" + subject + "}"
+	if err := b.admin.Set(ctx, key, 1764417600000, time.Minute).Err(); err != nil {
+		return err
+	}
+	defer b.unlink(ctx, []string{key})
+	n, err := b.bytesOf(ctx, []string{key})
+	if err != nil {
+		return err
+	}
+	row.BytesAfter10, row.BytesAfterLimit, row.Keys = &n, &n, 1
+	row.MemoryNote = "bytes: one integer in a key named like ours, " + key + ", with a TTL: Redis's least per subject"
+	return nil
+}
+
 func memory(ctx context.Context, o Options, b *backend, t targets.Target, env targets.Env, row *Row) error {
 	d, err := t.New(env)
 	if err != nil {
 		return err
 	}
-	var subject string
-	for {
-		subject = "u" + strconv.Itoa(100000000+rand.IntN(900000000))
-		keys, err := b.keysMatching(ctx, subject)
-		if err != nil {
-			return err
-		}
-		if len(keys) == 0 { // never measure (or delete) a key we did not write
-			break
-		}
+	subject, err := freshSubject(ctx, b)
+	if err != nil {
+		return err
 	}
 	var keys []string
 	defer func() {

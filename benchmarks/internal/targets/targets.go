@@ -1,7 +1,8 @@
 // Package targets names everything the benchmarks and the report measure
 // side by side: the trivial EVALSHA floor, this module's strategies (one per
-// ratelimit.Algorithms(), so new ones appear without a change here) and the
-// peer libraries, each behind one Decider interface.
+// ratelimit.Algorithms(), so new ones appear without a change here, plus the
+// strategy packages the facade does not offer yet) and the peer libraries,
+// each behind one Decider interface.
 package targets
 
 import (
@@ -19,7 +20,11 @@ import (
 	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/fixedwindow"
+	"github.com/ratekit/ratelimit/gcra"
+	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/strategy"
+	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
 // Decider makes one rate-limit decision of one unit for subject.
@@ -107,26 +112,133 @@ func (d facadeDecider) Decide(ctx context.Context, subject string) (bool, error)
 	return r.Allowed, err
 }
 
-// Config returns the facade Config of algorithm a for e.
+// Config returns the facade Config of algorithm a.
 func Config(a ratelimit.Algorithm, lim strategy.Limit, prefix string) ratelimit.Config {
 	return ratelimit.Config{Algorithm: a, Limit: lim.Limit, Window: lim.Window, Burst: lim.Burst, Prefix: prefix}
 }
 
-// OursTargets returns one target per ratelimit.Algorithms(): the strategy
-// the facade builds for the Config (the Redis server's TIME unless
-// Env.Clock), called directly, so the row measures the algorithm and its
-// script; FacadeTarget measures what the facade's defaults add.
+// builder builds a strategy from its package, for strategies whose package
+// exists but that the facade does not (yet) offer.
+type builder struct {
+	newRedis func(redis.Scripter, strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
+	newLocal func(strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
+}
+
+// packages are the strategy-level constructors, by the facade's name of
+// their algorithm. A name the facade offers is built through the facade.
+var packages = map[ratelimit.Algorithm]builder{
+	"fixed_window": {
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return fixedwindow.New(r, l, o...)
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return fixedwindow.NewLocal(l, o...)
+		},
+	},
+	"gcra": {
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return gcra.New(r, l, o...)
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return gcra.NewLocal(l, o...) },
+	},
+	"token_bucket": {
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.New(r, l, o...)
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.NewLocal(l, o...)
+		},
+	},
+}
+
+// Names returns our strategies: ratelimit.Algorithms() and the strategy
+// packages the facade does not offer yet, sorted.
+func Names() []ratelimit.Algorithm {
+	names := ratelimit.Algorithms()
+	for a := range packages {
+		if !slices.Contains(names, a) {
+			names = append(names, a)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func inFacade(a ratelimit.Algorithm) bool { return slices.Contains(ratelimit.Algorithms(), a) }
+
+func strategyOptions(prefix string, clock strategy.Clock) []strategy.Option {
+	o := []strategy.Option{strategy.WithClock(clock)}
+	if prefix != "" {
+		o = append(o, strategy.WithPrefix(prefix))
+	}
+	return o
+}
+
+// NewStrategy builds our strategy a on rdb, spread over shards keys when
+// shards > 1: through the facade when it offers a (the strategy it builds,
+// called directly), from a's package otherwise.
+func NewStrategy(a ratelimit.Algorithm, rdb redis.Scripter, lim strategy.Limit, prefix string, clock strategy.Clock, shards int) (strategy.Strategy, error) {
+	if inFacade(a) {
+		cfg := Config(a, lim, prefix)
+		cfg.Shards = shards
+		l, err := ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
+		if err != nil {
+			return nil, err
+		}
+		return l.Strategy(), nil
+	}
+	b, ok := packages[a]
+	if !ok {
+		return nil, fmt.Errorf("targets: unknown strategy %q", a)
+	}
+	opts := strategyOptions(prefix, clock)
+	if shards > 1 {
+		return sharded.New(shards, lim, func(l strategy.Limit) (strategy.Strategy, error) { return b.newRedis(rdb, l, opts...) })
+	}
+	return b.newRedis(rdb, lim, opts...)
+}
+
+// NewLocalStrategy is NewStrategy for the in-process twin.
+func NewLocalStrategy(a ratelimit.Algorithm, lim strategy.Limit, clock strategy.Clock, shards int) (strategy.Strategy, error) {
+	if inFacade(a) {
+		cfg := Config(a, lim, "")
+		cfg.Shards = shards
+		l, err := ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+		if err != nil {
+			return nil, err
+		}
+		return l.Strategy(), nil
+	}
+	b, ok := packages[a]
+	if !ok {
+		return nil, fmt.Errorf("targets: unknown strategy %q", a)
+	}
+	opts := strategyOptions("", clock)
+	if shards > 1 {
+		return sharded.New(shards, lim, func(l strategy.Limit) (strategy.Strategy, error) { return b.newLocal(l, opts...) })
+	}
+	return b.newLocal(lim, opts...)
+}
+
+// OursTargets returns one target per strategy of Names(), called directly
+// (not through the facade's Limiter), so that the row measures the
+// algorithm and its script; FacadeTarget measures what the facade adds.
+// They read the Redis server's TIME unless Env.Clock is set.
 func OursTargets() []Target {
 	var ts []Target
-	for _, a := range ratelimit.Algorithms() {
-		ts = append(ts, Target{Name: string(a), Kind: Ours, Algorithm: string(a),
+	for _, a := range Names() {
+		t := Target{Name: string(a), Kind: Ours, Algorithm: string(a),
 			New: func(e Env) (Decider, error) {
-				l, err := ratelimit.New(e.RDB, Config(a, e.Limit, e.Prefix), ratelimit.WithClock(e.Clock))
+				st, err := NewStrategy(a, e.RDB, e.Limit, e.Prefix, e.Clock, 0)
 				if err != nil {
 					return nil, err
 				}
-				return strategyDecider{l.Strategy()}, nil
-			}})
+				return strategyDecider{st}, nil
+			}}
+		if !inFacade(a) {
+			t.Note = "built with its package's New: the facade does not offer it yet"
+		}
+		ts = append(ts, t)
 	}
 	return ts
 }
@@ -146,14 +258,14 @@ func FacadeTarget(a ratelimit.Algorithm) Target {
 		}}
 }
 
-// Local returns the in-process twin of algorithm a, called directly, as a
-// Decider.
+// Local returns the in-process twin of our strategy a, called directly, as
+// a Decider.
 func Local(a ratelimit.Algorithm, lim strategy.Limit, clock strategy.Clock) (Decider, error) {
-	l, err := ratelimit.NewLocal(Config(a, lim, ""), ratelimit.WithClock(clock))
+	st, err := NewLocalStrategy(a, lim, clock, 0)
 	if err != nil {
 		return nil, err
 	}
-	return strategyDecider{l.Strategy()}, nil
+	return strategyDecider{st}, nil
 }
 
 // Peers returns the peer libraries' targets: go-redis/redis_rate v10 (GCRA),
