@@ -41,9 +41,9 @@
 // That is the least any Redis key of 15 to 30 bytes costs there; a key of
 // at most 14 bytes (e.g. with WithPrefix("r:")) costs 56.
 //
-// One script per decision, one round trip: GET, then SET with PX only when
-// allowed (and TIME when the server's clock is used). Peek and denied
-// requests write nothing. Needs Redis 5.0 or later (scripts that read TIME
+// One script per decision, one round trip: GET, then, only when allowed,
+// INCRBY (or, for a window's first units, SET with PX); TIME too when the
+// server's clock is used. Peek and denied requests write nothing. Needs Redis 5.0 or later (scripts that read TIME
 // and then write rely on effects replication, the default since 5.0); every
 // key the script touches comes in KEYS, so it runs unchanged on Redis
 // Cluster.

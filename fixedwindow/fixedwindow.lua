@@ -3,19 +3,22 @@
 --          counted in that window; it expires when the window ends
 -- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME)
 -- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
+--
+-- Every value is an integer below 2^53, so float arithmetic is exact. (ARGV
+-- and TIME strings are turned into numbers by arithmetic, which is cheaper
+-- than tonumber.)
+local limit = ARGV[1] + 0
+local window = ARGV[2] + 0
+local n = ARGV[3] + 0
+local now = ARGV[4] + 0
 if now < 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = t[1] * 1000 + (t[2] - t[2] % 1000) / 1000
 end
--- windows are aligned to multiples of window since the Unix epoch; every
--- value here is an integer below 2^53, so float arithmetic is exact
-local idx = math.floor(now / window)
-local left = (idx + 1) * window - now -- ms until the window ends, >= 1
-local base = (idx % 4096) * 2199023255552 -- 2^41 > any count
+-- windows are aligned to multiples of window since the Unix epoch
+local elapsed = now % window
+local left = window - elapsed -- ms until the window ends, >= 1
+local base = ((now - elapsed) / window % 4096) * 2199023255552 -- 2^41 > any count
 local count = 0
 local v = tonumber(redis.call('GET', KEYS[1]))
 if v and v >= base and v < base + 2199023255552 then
@@ -43,5 +46,10 @@ if n == 0 then
   end
   return {1, limit - count, 0, reset}
 end
-redis.call('SET', KEYS[1], base + count + n, 'PX', left)
+if count > 0 then
+  -- this window's counter: it already expires when the window ends
+  redis.call('INCRBY', KEYS[1], n)
+else
+  redis.call('SET', KEYS[1], base + n, 'PX', left)
+end
 return {1, limit - count - n, 0, left}
