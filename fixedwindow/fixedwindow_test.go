@@ -389,6 +389,27 @@ func TestTTL(t *testing.T) {
 	})
 }
 
+// TestLaterWritesKeepTheTTL: a window's later units are added with INCRBY,
+// the cheap path, which keeps the TTL of the window's first write (the
+// deadline is the same); miniredis's TTL, moved with FastForward alone,
+// shows which path ran.
+func TestLaterWritesKeepTheTTL(t *testing.T) {
+	mr, rdb := miniClient(t)
+	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
+	st, _ := fixedwindow.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
+	allow(t, st, "k", 1)
+	if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
+		t.Fatalf("TTL after the first write = %v, want 750ms", ttl)
+	}
+	mr.FastForward(100 * time.Millisecond)
+	if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("AllowN(2) = %+v, want allowed with Remaining 2", r)
+	}
+	if ttl := mr.TTL(st.Key("k")); ttl != (750-100)*time.Millisecond {
+		t.Fatalf("TTL after a later write = %v, want 750ms - 100ms, not rewritten", ttl)
+	}
+}
+
 func TestPeekAndDenialWriteNothing(t *testing.T) {
 	mr, rdb := miniClient(t)
 	clock := conformance.NewClock(conformance.Epoch)

@@ -1,0 +1,148 @@
+package slidingcounter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/localstore"
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject's state is dropped when the window after its last recorded one
+// ends.
+type Local struct {
+	lim      strategy.Limit
+	clock    strategy.Clock
+	windowMs int64
+	store    *localstore.Store[counts]
+}
+
+var (
+	_ strategy.Strategy = (*Local)(nil)
+	_ keys.ShardAware   = (*Local)(nil)
+)
+
+// counts holds the units recorded in window idx (now / window) and in the
+// window before it.
+type counts struct {
+	idx  int64
+	curr int64
+	prev int64
+}
+
+// NewLocal returns the in-process twin of New. lim.Burst is ignored. Of the
+// options, only WithClock matters; the default clock is time.Now. It fails
+// as New does.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	o, err := setup(lim, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := o.Clock
+	if c == nil {
+		c = strategy.ClockFunc(time.Now)
+	}
+	w := lim.Window.Milliseconds()
+	return &Local{lim: lim, clock: c, windowMs: w, store: localstore.New[counts](w)}, nil
+}
+
+// Limit returns the limit the strategy enforces.
+func (l *Local) Limit() strategy.Limit { return l.lim }
+
+// AllowN records n units for key if the estimated units in the sliding
+// window plus n do not exceed the limit.
+func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	now := l.clock.Now().UnixMilli()
+	limit, w := l.lim.Limit, l.windowMs
+	idx := floorDiv(now, w)
+	elapsed := now - idx*w
+	var res strategy.Result
+	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(s *counts) int64 {
+		var curr, prev int64
+		switch s.idx {
+		case idx:
+			curr, prev = s.curr, s.prev
+		case idx - 1:
+			prev = s.curr
+		}
+		curr, prev = min(curr, limit), min(prev, limit)
+		used := curr + (prev*(w-elapsed)+w-1)/w
+		var reset int64
+		switch {
+		case curr > 0:
+			reset = 2*w - elapsed
+		case prev > 0:
+			reset = w - elapsed
+		}
+		want := max(n, 1)
+		switch {
+		case want > limit:
+			res = redisx.ResultOf(false, limit, max(limit-used, 0), -1, reset)
+		case used+want <= limit && n == 0:
+			res = redisx.ResultOf(true, limit, limit-used, 0, reset)
+		case used+want <= limit:
+			*s = counts{idx: idx, curr: curr + n, prev: prev}
+			res = redisx.ResultOf(true, limit, limit-used-n, 0, 2*w-elapsed)
+		default:
+			var retry int64
+			if r := limit - curr - want; r >= 0 {
+				retry = w - r*w/prev - elapsed
+			} else {
+				retry = 2*w - (limit-want)*w/curr - elapsed
+			}
+			res = redisx.ResultOf(false, limit, max(limit-used, 0), retry, reset)
+		}
+		switch {
+		case s.curr > 0:
+			return (s.idx + 2) * w
+		case s.prev > 0:
+			return (s.idx + 1) * w
+		}
+		return 0
+	})
+	return res, nil
+}
+
+// floorDiv is a / b rounded towards minus infinity, as Lua's math.floor(a / b).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// Peek reports key's state now without recording anything.
+func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.AllowN(ctx, key, 0)
+}
+
+// Reset forgets key.
+func (l *Local) Reset(ctx context.Context, key string) error {
+	if err := strategy.ValidateKey(key); err != nil {
+		return err
+	}
+	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
+	return nil
+}
+
+// ShardAware marks the Local as honouring the shard index that the sharded
+// wrapper passes. It does nothing.
+func (*Local) ShardAware() {}
+
+// Subjects returns how many subjects the twin holds state for.
+func (l *Local) Subjects() int { return l.store.Len() }

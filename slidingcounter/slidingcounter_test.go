@@ -1,0 +1,775 @@
+package slidingcounter_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/slidingcounter"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+var ctx = context.Background()
+
+func miniClient(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return mr, c
+}
+
+func realClient(t testing.TB) *redis.Client {
+	t.Helper()
+	return testredis.Shared(t).Client(t)
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			_, rdb := miniClient(t)
+			return slidingcounter.New(rdb, lim, strategy.WithClock(c))
+		}})
+	})
+	t.Run("redis", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return slidingcounter.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+		}})
+	})
+	t.Run("local", func(t *testing.T) {
+		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+			return slidingcounter.NewLocal(lim, strategy.WithClock(c))
+		}})
+	})
+}
+
+func TestDifferential(t *testing.T) {
+	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
+		_, rdb := miniClient(t)
+		r, err := slidingcounter.New(rdb, lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := slidingcounter.NewLocal(lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, l
+	})
+}
+
+// compare drives r and l with ops random (time step, subject, n) steps and
+// fails on the first Result that differs. step returns the next time.
+func compare(t *testing.T, r, l strategy.Strategy, clock *conformance.Clock, ops int, seed uint64, step func(rng *rand.Rand, now int64) int64, cost func(rng *rand.Rand) int64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	for i := 0; i < ops; i++ {
+		now := step(rng, clock.Now().UnixMilli())
+		clock.Set(time.UnixMilli(now))
+		key := []string{"a", "b"}[rng.IntN(2)]
+		n := cost(rng)
+		rr, rerr := r.AllowN(ctx, key, n)
+		lr, lerr := l.AllowN(ctx, key, n)
+		if rerr != nil || lerr != nil || rr != lr {
+			t.Fatalf("seed %d, op %d at %d ms: AllowN(%q, %d):\n redis %+v %v\n local %+v %v",
+				seed, i, now, key, n, rr, rerr, lr, lerr)
+		}
+	}
+}
+
+// TestDifferentialClockJumps lets the client clock jump backwards too,
+// though never to before the start of the latest window it reached:
+// further back, Redis may still hold counts that the twin has dropped (a
+// TTL runs in the server's time, the twin's expiry in the clock's).
+func TestDifferentialClockJumps(t *testing.T) {
+	const w = 200
+	lim := strategy.Limit{Limit: 6, Window: w * time.Millisecond}
+	clock := conformance.NewClock(conformance.Epoch)
+	_, rdb := miniClient(t)
+	r, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock))
+	l, _ := slidingcounter.NewLocal(lim, strategy.WithClock(clock))
+	latest := clock.Now().UnixMilli()
+	compare(t, r, l, clock, 600, uint64(time.Now().UnixNano()), func(rng *rand.Rand, now int64) int64 {
+		now = max(now+int64(rng.IntN(2*w)-w), latest/w*w)
+		latest = max(latest, now)
+		return now
+	}, func(rng *rand.Rand) int64 { return int64(rng.IntN(4)) })
+}
+
+// TestDifferentialLargeProduct holds the script to the twin where Limit x
+// Window is MaxProduct, on miniredis (Go's float64) and on a real Redis
+// (C doubles): the integer arithmetic must stay exact in both.
+func TestDifferentialLargeProduct(t *testing.T) {
+	lim := strategy.Limit{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}
+	const w = 1 << 22
+	seed := uint64(time.Now().UnixNano())
+	for _, name := range []string{"miniredis", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch)
+			var rdb redis.Scripter
+			opts := []strategy.Option{strategy.WithClock(clock)}
+			if name == "miniredis" {
+				_, rdb = miniClient(t)
+			} else {
+				rdb = realClient(t)
+				opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
+			}
+			r, err := slidingcounter.New(rdb, lim, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := slidingcounter.NewLocal(lim, strategy.WithClock(clock))
+			compare(t, r, l, clock, 300, seed, func(rng *rand.Rand, now int64) int64 {
+				return now + rng.Int64N(w/4)
+			}, func(rng *rand.Rand) int64 { return rng.Int64N(lim.Limit/3) + int64(rng.IntN(2))*(lim.Limit-7) })
+		})
+	}
+}
+
+// TestClockBackToAnEarlierWindow: counts belong to their windows; a clock
+// that goes back to an earlier window does not see later counts.
+func TestClockBackToAnEarlierWindow(t *testing.T) {
+	backends(t, strategy.PerSecond(3), conformance.Epoch.Add(time.Second), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		allow(t, st, "k", 3)
+		clock.Set(conformance.Epoch.Add(999 * time.Millisecond))
+		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 2 {
+			t.Fatalf("one window back: %+v, want allowed with Remaining 2", r)
+		}
+	})
+}
+
+// TestLimitLowered: counts recorded under a higher limit weigh as a full
+// window under the new one, and RetryAfter stays exact.
+func TestLimitLowered(t *testing.T) {
+	for _, name := range []string{"miniredis", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch)
+			opts := []strategy.Option{strategy.WithClock(clock)}
+			var rdb redis.Scripter
+			if name == "miniredis" {
+				_, rdb = miniClient(t)
+			} else {
+				rdb = realClient(t)
+				opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
+			}
+			high, _ := slidingcounter.New(rdb, strategy.PerSecond(10), opts...)
+			low, _ := slidingcounter.New(rdb, strategy.PerSecond(3), opts...)
+			allow(t, high, "k", 10)
+			// as if 3 were recorded: in the next window 3 x (1000-e)/1000 + 1 <= 3 from e = 334ms
+			r := allow(t, low, "k", 1)
+			if r.Allowed || r.Remaining != 0 || r.RetryAfter != 1334*time.Millisecond || r.ResetAfter != 2*time.Second {
+				t.Fatalf("AllowN(1) under the lowered limit = %+v, want denied, Remaining 0, RetryAfter 1334ms, ResetAfter 2s", r)
+			}
+			clock.Advance(1333 * time.Millisecond)
+			if r := allow(t, low, "k", 1); r.Allowed {
+				t.Fatalf("AllowN(1) 1ms before RetryAfter = %+v, want denied", r)
+			}
+			clock.Advance(time.Millisecond)
+			if r := allow(t, low, "k", 1); !r.Allowed || r.Remaining != 0 {
+				t.Fatalf("AllowN(1) at RetryAfter = %+v, want allowed with Remaining 0", r)
+			}
+		})
+	}
+}
+
+// backends runs f over the Redis strategy on miniredis and on a real Redis,
+// and over the local twin, all on a manual clock starting at start.
+func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
+	t.Helper()
+	for _, name := range []string{"miniredis", "redis", "local"} {
+		t.Run(name, func(t *testing.T) {
+			clock := conformance.NewClock(start)
+			f(t, build(t, name, lim, clock), clock)
+		})
+	}
+}
+
+// build returns the strategy of the backend name on clock.
+func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
+	t.Helper()
+	var st strategy.Strategy
+	var err error
+	switch name {
+	case "miniredis":
+		_, rdb := miniClient(t)
+		st, err = slidingcounter.New(rdb, lim, strategy.WithClock(clock))
+	case "redis":
+		st, err = slidingcounter.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+	case "local":
+		st, err = slidingcounter.NewLocal(lim, strategy.WithClock(clock))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// liveClock is a manual clock that also runs with real time, and remembers
+// the last time it told. A real Redis's TTLs run in real time: on a clock
+// that stands still between steps, a key could expire while the clock is
+// still in its window, which no real clock allows; on this one it cannot.
+type liveClock struct {
+	manual *conformance.Clock
+	start  time.Time
+	mu     sync.Mutex
+	last   time.Time
+}
+
+func newLiveClock(t time.Time) *liveClock {
+	return &liveClock{manual: conformance.NewClock(t), start: time.Now()}
+}
+
+// Now returns the manual time plus the real time since the clock was made.
+func (c *liveClock) Now() time.Time {
+	t := c.manual.Now().Add(time.Since(c.start))
+	c.mu.Lock()
+	c.last = t
+	c.mu.Unlock()
+	return t
+}
+
+// Last returns the time Now last returned.
+func (c *liveClock) Last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+func allow(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
+	t.Helper()
+	r, err := st.AllowN(ctx, key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
+	}
+	return r
+}
+
+func peek(t *testing.T, st strategy.Strategy, key string) strategy.Result {
+	t.Helper()
+	r, err := st.Peek(ctx, key)
+	if err != nil {
+		t.Fatalf("Peek(%q): %v", key, err)
+	}
+	return r
+}
+
+// TestEstimate checks the interpolation to the unit and the millisecond.
+func TestEstimate(t *testing.T) {
+	// Epoch is a whole minute: a window of 1s starts there.
+	backends(t, strategy.PerSecond(10), conformance.Epoch, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		allow(t, st, "k", 10) // the previous window, full
+		clock.Advance(1250 * time.Millisecond)
+		// 250ms into the next window: 10 x 750/1000 = 7.5 still weigh, 8 in units
+		if p := peek(t, st, "k"); !p.Allowed || p.Remaining != 2 || p.ResetAfter != 750*time.Millisecond {
+			t.Fatalf("Peek 250ms into the next window = %+v, want allowed, Remaining 2, ResetAfter 750ms", p)
+		}
+		if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != 1750*time.Millisecond {
+			t.Fatalf("AllowN(2) = %+v, want allowed, Remaining 0, ResetAfter 1750ms", r)
+		}
+		// 2 + ceil(10 x (1000-e)/1000) + 1 <= 10 from e = 300ms on
+		r := allow(t, st, "k", 1)
+		if r.Allowed || r.RetryAfter != 50*time.Millisecond || r.ResetAfter != 1750*time.Millisecond {
+			t.Fatalf("AllowN(1) when full = %+v, want denied, RetryAfter 50ms, ResetAfter 1750ms", r)
+		}
+		clock.Advance(49 * time.Millisecond)
+		if r := allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+			t.Fatalf("AllowN(1) 1ms before RetryAfter = %+v, want denied with RetryAfter 1ms", r)
+		}
+		clock.Advance(time.Millisecond)
+		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+			t.Fatalf("AllowN(1) at RetryAfter = %+v, want allowed, Remaining 0", r)
+		}
+	})
+}
+
+// TestRetryAfterInTheNextWindow: when the current window's own count blocks
+// the request, it passes in the next window once that count's weight has
+// fallen far enough, or, for the full limit, when the next window ends.
+func TestRetryAfterInTheNextWindow(t *testing.T) {
+	backends(t, strategy.PerSecond(3), conformance.Epoch, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		allow(t, st, "k", 3)
+		// next window: ceil(3 x (1000-e)/1000) + 1 <= 3 from e = 334ms
+		for n, want := range map[int64]time.Duration{1: 1334 * time.Millisecond, 2: 1667 * time.Millisecond, 3: 2 * time.Second} {
+			if r := allow(t, st, "k", n); r.Allowed || r.RetryAfter != want || r.ResetAfter != 2*time.Second {
+				t.Fatalf("AllowN(%d) = %+v, want denied, RetryAfter %v, ResetAfter 2s", n, r, want)
+			}
+		}
+		clock.Advance(1999 * time.Millisecond)
+		if r := allow(t, st, "k", 3); r.Allowed || r.RetryAfter != time.Millisecond {
+			t.Fatalf("AllowN(3) at 1999ms = %+v, want denied with RetryAfter 1ms", r)
+		}
+		clock.Advance(time.Millisecond)
+		if r := allow(t, st, "k", 3); !r.Allowed {
+			t.Fatalf("AllowN(3) at 2s = %+v, want allowed", r)
+		}
+	})
+}
+
+// event is an allowed request: n units at ms t.
+type event struct{ t, n int64 }
+
+// maxInWindow returns the most units that fall within one sliding window
+// (t - w, t] of the events, which must be in time order.
+func maxInWindow(events []event, w int64) int64 {
+	var best, sum int64
+	j := 0
+	for i := range events {
+		sum += events[i].n
+		for events[j].t <= events[i].t-w {
+			sum -= events[j].n
+			j++
+		}
+		best = max(best, sum)
+	}
+	return best
+}
+
+// bound is the documented worst case: Limit + floor(Limit x (W - 2) / W).
+func bound(limit, w int64) int64 { return limit + limit*(w-2)/w }
+
+// TestErrorBoundReached drives the worst case the package doc describes:
+// the previous window's whole count in its last millisecond, then the
+// current window spent as fast as the estimate frees it (whenever Peek
+// shows units, take them all; else wait Peek's RetryAfter). The most units
+// in one sliding window must be exactly the documented bound.
+func TestErrorBoundReached(t *testing.T) {
+	const limit, w = 50, 200
+	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
+	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		var events []event
+		if r := allow(t, st, "k", limit); !r.Allowed {
+			t.Fatalf("burst of %d from idle = %+v, want allowed", limit, r)
+		}
+		events = append(events, event{edge - 1, limit})
+		clock.Advance(time.Millisecond)
+		for now := edge; now < edge+2*w; now = clock.Now().UnixMilli() {
+			p := peek(t, st, "k")
+			if p.Remaining == 0 {
+				if p.RetryAfter <= 0 {
+					t.Fatalf("at %dms: Peek = %+v, want RetryAfter > 0 with nothing remaining", now-edge, p)
+				}
+				clock.Advance(p.RetryAfter)
+				continue
+			}
+			if r := allow(t, st, "k", p.Remaining); !r.Allowed {
+				t.Fatalf("at %dms: AllowN(Remaining %d) = %+v, want allowed", now-edge, p.Remaining, r)
+			}
+			events = append(events, event{now, p.Remaining})
+		}
+		got, want := maxInWindow(events, w), bound(limit, w)
+		t.Logf("worst case: %d units in one sliding window, %.2f x the limit", got, float64(got)/limit)
+		if got != want {
+			t.Fatalf("most units in one sliding window = %d, want the bound %d exactly", got, want)
+		}
+	})
+}
+
+// TestBoundaryBurst: Limit in the last millisecond of a window and another
+// burst right after the edge; the second gets nothing, where a fixed window
+// would allow it all. d ms after the edge it gets floor(Limit x d / W).
+func TestBoundaryBurst(t *testing.T) {
+	const limit, w = 50, 1000
+	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
+	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+		events := []event{}
+		burst := func(now int64) int64 {
+			clock.Set(time.UnixMilli(now))
+			var got int64
+			for i := 0; i < limit; i++ {
+				if r := allow(t, st, "k", 1); r.Allowed {
+					got++
+				}
+			}
+			if got > 0 {
+				events = append(events, event{now, got})
+			}
+			return got
+		}
+		if got := burst(edge - 1); got != limit {
+			t.Fatalf("first burst: %d allowed, want %d", got, limit)
+		}
+		if got := burst(edge); got != 0 {
+			t.Fatalf("burst right after the edge: %d allowed, want 0", got)
+		}
+		if got := burst(edge + 100); got != limit*100/w {
+			t.Fatalf("burst 100ms after the edge: %d allowed, want %d", got, limit*100/w)
+		}
+		got := maxInWindow(events, w)
+		t.Logf("boundary burst: %d units in one sliding window, %.2f x the limit", got, float64(got)/limit)
+		if got != limit+limit*100/w {
+			t.Fatalf("most units in one sliding window = %d, want %d", got, limit+limit*100/w)
+		}
+	})
+}
+
+// TestErrorBoundRandom drives random traffic and checks that no sliding
+// window ever holds more than the bound, nor an aligned window more than
+// Limit.
+func TestErrorBoundRandom(t *testing.T) {
+	const limit, w = 9, 300
+	seed := uint64(time.Now().UnixNano())
+	for _, name := range []string{"miniredis", "redis", "local"} {
+		t.Run(name, func(t *testing.T) {
+			clock := newLiveClock(conformance.Epoch)
+			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)
+			rng := rand.New(rand.NewPCG(seed, 4))
+			var events []event
+			perWindow := map[int64]int64{}
+			for i := 0; i < 600; i++ {
+				// bursts at random phases, then quiet or steady stretches
+				clock.manual.Advance(time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond)
+				n := int64(rng.IntN(4) + 1)
+				if r := allow(t, st, "k", n); r.Allowed {
+					now := clock.Last().UnixMilli()
+					events = append(events, event{now, n})
+					perWindow[now/w] += n
+				}
+			}
+			got := maxInWindow(events, w)
+			t.Logf("seed %d: %d units in one sliding window at most, %.2f x the limit", seed, got, float64(got)/limit)
+			if got > bound(limit, w) || got < limit {
+				t.Fatalf("seed %d: most units in one sliding window = %d, want in [%d, %d]", seed, got, limit, bound(limit, w))
+			}
+			for idx, n := range perWindow {
+				if n > limit {
+					t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
+				}
+			}
+		})
+	}
+}
+
+func TestServerTime(t *testing.T) {
+	mr, rdb := miniClient(t)
+	st, err := slidingcounter.New(rdb, strategy.PerSecond(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr.SetTime(conformance.Epoch.Add(900 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 2); !r.Allowed {
+		t.Fatal("first request denied")
+	}
+	// Keys do not expire here (miniredis TTLs move only with FastForward):
+	// the window index in the value tells which count is which.
+	mr.SetTime(conformance.Epoch.Add(1499 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		t.Fatalf("at +1499ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
+	}
+	mr.SetTime(conformance.Epoch.Add(1500 * time.Millisecond))
+	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
+		t.Fatalf("at +1500ms by the server's TIME: %+v, want allowed", r)
+	}
+	mr.SetTime(conformance.Epoch.Add(3 * time.Second))
+	if p, _ := st.Peek(ctx, "k"); p.Remaining != 2 || p.ResetAfter != 0 {
+		t.Fatalf("two windows later by the server's TIME: %+v, want Remaining 2, ResetAfter 0", p)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	// 250ms into a 1s window, the count matters until the next window ends.
+	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
+	lim := strategy.PerSecond(5)
+	t.Run("miniredis", func(t *testing.T) {
+		mr, rdb := miniClient(t)
+		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock))
+		allow(t, st, "k", 1)
+		if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
+			t.Fatalf("TTL = %v, want 1750ms (until the next window ends)", ttl)
+		}
+		mr.FastForward(1749 * time.Millisecond)
+		if !mr.Exists(st.Key("k")) {
+			t.Fatal("key expired before the next window ended")
+		}
+		mr.FastForward(time.Millisecond)
+		if mr.Exists(st.Key("k")) {
+			t.Fatal("key still exists after the next window ended")
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		rdb := realClient(t)
+		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		allow(t, st, "k", 1)
+		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 1750*time.Millisecond {
+			t.Fatalf("PTTL = %v, want in (0, 1750ms]", ttl)
+		}
+		if err := st.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
+			t.Fatal("key exists after Reset")
+		}
+	})
+	t.Run("redis server time", func(t *testing.T) {
+		rdb := realClient(t)
+		st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
+		r := allow(t, st, "k", 1)
+		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
+		if ttl <= time.Minute || ttl > r.ResetAfter {
+			t.Fatalf("PTTL = %v, want in (1m, ResetAfter %v]", ttl, r.ResetAfter)
+		}
+	})
+}
+
+// TestLaterWritesKeepTheTTL: a window's later units are added with INCRBY,
+// the cheap path, which keeps the TTL of the window's first write (the
+// deadline is the same); miniredis's TTL, moved with FastForward alone,
+// shows which path ran.
+func TestLaterWritesKeepTheTTL(t *testing.T) {
+	mr, rdb := miniClient(t)
+	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
+	st, _ := slidingcounter.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
+	allow(t, st, "k", 1)
+	if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
+		t.Fatalf("TTL after the first write = %v, want 1750ms", ttl)
+	}
+	mr.FastForward(100 * time.Millisecond)
+	if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("AllowN(2) = %+v, want allowed with Remaining 2", r)
+	}
+	if ttl := mr.TTL(st.Key("k")); ttl != (1750-100)*time.Millisecond {
+		t.Fatalf("TTL after a later write = %v, want 1750ms - 100ms, not rewritten", ttl)
+	}
+}
+
+func TestPeekAndDenialWriteNothing(t *testing.T) {
+	mr, rdb := miniClient(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
+	if _, err := st.Peek(ctx, "never-seen"); err != nil {
+		t.Fatal(err)
+	}
+	if r := allow(t, st, "never-seen", 3); r.Allowed {
+		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
+	}
+	allow(t, st, "k", 2)
+	key := st.Key("k")
+	v, _ := mr.Get(key)
+	mr.FastForward(time.Second) // so that a rewritten TTL would show
+	ttl := mr.TTL(key)
+	clock.Advance(time.Minute + time.Second)
+	if _, err := st.Peek(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if r := allow(t, st, "k", 1); r.Allowed {
+		t.Fatalf("AllowN(1) one window after 2 of 2 = %+v, want denied", r)
+	}
+	if v2, _ := mr.Get(key); v2 != v || mr.TTL(key) != ttl {
+		t.Fatalf("after Peek and a denial: value %q TTL %v, want unchanged %q %v", v2, mr.TTL(key), v, ttl)
+	}
+}
+
+// TestForeignValue: a value the script did not write (an older format, a
+// hand-set key) counts as no state, not as an error. ("12" is a valid
+// integer form, of window tag 0, which is not this window's or the last.)
+func TestForeignValue(t *testing.T) {
+	mr, rdb := miniClient(t)
+	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(conformance.NewClock(conformance.Epoch)))
+	for _, v := range []string{"garbage", "12", "1:2", "1:2:3:4", "-1:5:5", ""} {
+		mr.Set(st.Key("k"), v)
+		if p := peek(t, st, "k"); p.Remaining != 2 {
+			t.Errorf("Peek with value %q = %+v, want Remaining 2", v, p)
+		}
+	}
+}
+
+func TestKeyLayout(t *testing.T) {
+	_, rdb := miniClient(t)
+	st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
+	for subject, want := range map[string]string{
+		"user:42":   "app:sc:{user:42}",
+		"{x}":       "app:sc:{%7Bx%7D}",
+		"a#1":       "app:sc:{a%231}",
+		"100%":      "app:sc:{100%25}",
+		"ключ":      "app:sc:{ключ}",
+		"nul\x00in": "app:sc:{nul\x00in}",
+	} {
+		if got := st.Key(subject); got != want {
+			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
+		}
+	}
+	def, _ := slidingcounter.New(rdb, strategy.PerMinute(5))
+	if got := def.Key("user:42"); got != "rl:sc:{user:42}" {
+		t.Errorf("Key with the default prefix = %q, want rl:sc:{user:42}", got)
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	_, rdb := miniClient(t)
+	for _, c := range []struct {
+		name  string
+		lim   strategy.Limit
+		opts  []strategy.Option
+		field string
+	}{
+		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
+		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
+		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
+		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
+		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
+		{"limit x window too large", strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}, nil, "Limit x Window"},
+		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := slidingcounter.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
+			}
+			if _, err := slidingcounter.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
+			}
+		})
+	}
+	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}); !errors.Is(err, strategy.ErrInvalidLimit) {
+		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
+	}
+	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}); err != nil {
+		t.Errorf("Limit x Window = MaxProduct: err = %v, want none", err)
+	}
+	if _, err := slidingcounter.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
+		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
+	}
+}
+
+// TestMemoryUsage measures what Redis holds for one subject after 100
+// requests, with the default prefix, on a real redis-server of its own: an
+// integer below a limit of 2^20, a string above.
+func TestMemoryUsage(t *testing.T) {
+	rdb := testredis.Start(t).Client(t)
+	for _, c := range []struct {
+		limit int64
+		max   int64
+		enc   string
+	}{
+		// 24 (dict entry) + 32 (the 15-byte key) + 16 (integer object)
+		{100, 72, "int"},
+		// the same with a string of up to 12 bytes (32)
+		{1 << 20, 88, "embstr"},
+	} {
+		// 30s into a window: the previous window's count is kept too
+		clock := conformance.NewClock(conformance.Epoch.Add(30 * time.Second))
+		st, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.limit, Window: time.Minute}, strategy.WithClock(clock))
+		st.Reset(ctx, "user:42")
+		for i := 0; i < 100; i++ {
+			if r := allow(t, st, "user:42", 1); !r.Allowed {
+				t.Fatalf("limit %d: request %d denied", c.limit, i)
+			}
+			if i == 49 {
+				clock.Advance(time.Minute) // 50 in one window, 50 in the next
+			}
+		}
+		key := st.Key("user:42")
+		got, err := rdb.MemoryUsage(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := rdb.Get(ctx, key).Val()
+		enc := rdb.ObjectEncoding(ctx, key).Val()
+		t.Logf("limit %d: MEMORY USAGE %s after 100 requests = %d bytes (value %q, encoding %s)", c.limit, key, got, v, enc)
+		if got > c.max || enc != c.enc {
+			t.Errorf("limit %d: MEMORY USAGE %s = %d bytes, encoding %s; want <= %d, %s", c.limit, key, got, enc, c.max, c.enc)
+		}
+	}
+}
+
+// TestFormatsCarryOver: a subject's counts survive a change of limit across
+// 2^20, where the stored form switches between integer and string.
+func TestFormatsCarryOver(t *testing.T) {
+	const big = 1 << 21
+	for _, c := range []struct {
+		name     string
+		from, to int64
+	}{{"integer to string", 100, big}, {"string to integer", big, 100}} {
+		t.Run(c.name, func(t *testing.T) {
+			mr, rdb := miniClient(t)
+			clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
+			from, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.from, Window: time.Second}, strategy.WithClock(clock))
+			to, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.to, Window: time.Second}, strategy.WithClock(clock))
+			allow(t, from, "k", 40)
+			clock.Advance(time.Second) // 250ms into the next window: 40 x 750/1000 = 30 weigh
+			allow(t, from, "k", 5)
+			before, _ := mr.Get(from.Key("k"))
+			if p := peek(t, to, "k"); p.Remaining != c.to-35 {
+				t.Fatalf("Peek under limit %d after 40 and 5 under limit %d = %+v, want Remaining %d", c.to, c.from, p, c.to-35)
+			}
+			allow(t, to, "k", 1)
+			after, _ := mr.Get(from.Key("k"))
+			if p := peek(t, from, "k"); p.Remaining != c.from-36 {
+				t.Fatalf("Peek under limit %d after one more under limit %d = %+v, want Remaining %d (stored %q, then %q)", c.from, c.to, p, c.from-36, before, after)
+			}
+		})
+	}
+}
+
+func TestLocalDropsIdleSubjects(t *testing.T) {
+	clock := conformance.NewClock(conformance.Epoch)
+	st, _ := slidingcounter.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
+	touch := func() {
+		for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
+			st.Peek(ctx, string(rune(i)))
+		}
+	}
+	for i := 0; i < 1000; i++ {
+		st.AllowN(ctx, "subject-"+string(rune('a'+i%26))+string(rune(i)), 1)
+	}
+	if n := st.Subjects(); n != 1000 {
+		t.Fatalf("%d subjects stored, want 1000", n)
+	}
+	clock.Advance(2 * time.Second) // the end of the window after theirs
+	st.AllowN(ctx, "late", 1)
+	touch()
+	if n := st.Subjects(); n > 1 {
+		t.Fatalf("%d subjects still stored when their counts stopped mattering, want only the live one", n)
+	}
+}
+
+func BenchmarkLocal(b *testing.B) {
+	st, _ := slidingcounter.NewLocal(strategy.Limit{Limit: 1 << 30, Window: time.Hour})
+	b.ReportAllocs()
+	for b.Loop() {
+		st.AllowN(ctx, "warm", 1)
+	}
+}
+
+// BenchmarkRedis compares a decision with a trivial EVALSHA on the same
+// real redis-server; run with -bench and compare ns/op.
+func BenchmarkRedis(b *testing.B) {
+	rdb := testredis.Shared(b).Client(b)
+	floor := redis.NewScript("return 1")
+	st, _ := slidingcounter.New(rdb, strategy.PerMinute(100), strategy.WithPrefix(testredis.Prefix(b)))
+	subjects := make([]string, 10000)
+	for i := range subjects {
+		subjects[i] = "user:" + string(rune('a'+i%26)) + string(rune(i))
+	}
+	b.Run("floor", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				floor.Run(ctx, rdb, nil)
+			}
+		})
+	})
+	b.Run("slidingcounter", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := rand.IntN(len(subjects))
+			for pb.Next() {
+				st.AllowN(ctx, subjects[i%len(subjects)], 1)
+				i++
+			}
+		})
+	})
+}
