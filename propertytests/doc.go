@@ -45,6 +45,11 @@
 //   - twin: the Redis script and the local twin return identical Results.
 //   - ttl: every key carries a TTL no longer than its state matters, and on
 //     miniredis every key is gone once that time has passed.
+//   - bound_servertime: on a real Redis with the default clock (the
+//     server's TIME), goroutines of several hosts hammer one subject for a
+//     few windows of real time; no set of allowed units whose decision
+//     times, known to lie between the call and the reply, certainly break
+//     the bound.
 //
 // On failure gopter shrinks the case and the test prints the seed and the
 // command that replays it.
@@ -53,8 +58,9 @@
 //
 //	RATELIMIT_PROP_SEED=N    replay a run: the seed every property starts from
 //	                         (default: the time; printed on failure)
-//	RATELIMIT_PROP_CASES=N   cases per property and backend (default 10 to 40
-//	                         depending on the backend); a soak:
+//	RATELIMIT_PROP_CASES=N   cases per property and backend (default 15 to 40
+//	                         depending on the backend; a tenth of that for
+//	                         bound_servertime, which takes real time); a soak:
 //	                         RATELIMIT_PROP_CASES=2000 go test -run TestProperties -timeout 2h ./propertytests
 //	RATELIMIT_PROP_STEPS=N   longest schedule, in steps (default 24)
 //	RATELIMIT_PROP_SHRINK=N  most shrink attempts on failure (default 300)

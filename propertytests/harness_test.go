@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -38,14 +39,16 @@ type backend struct {
 type envBuilder func(s subject, lim strategy.Limit, start time.Time, twin bool) (*env, error)
 
 var (
-	shortWindows = []time.Duration{1000 * time.Millisecond, 1500 * time.Millisecond, 250 * time.Millisecond, 60 * time.Millisecond}
+	// Windows that most limits do not divide, so that rates are fractions
+	// of a unit per millisecond and rounding shows.
+	shortWindows = []time.Duration{1000 * time.Millisecond, 1500 * time.Millisecond, 250 * time.Millisecond, 61 * time.Millisecond}
 	// On a real Redis TTLs run in real time while the client clock jumps
 	// and stands still during a batch. Windows of minutes make every TTL a
 	// script sets (a window, or the time one unit takes to refill) far
 	// longer than a case lasts, so no key expires while its state matters;
 	// fixed windows, whose TTL is what is left of the window, also get a
 	// guard (see env.guard).
-	longWindows = []time.Duration{5 * time.Minute, 450 * time.Second, 10 * time.Minute}
+	longWindows = []time.Duration{300001 * time.Millisecond, 450 * time.Second, 600007 * time.Millisecond}
 )
 
 var (
@@ -125,6 +128,9 @@ func (e *env) now() int64 { return e.clock.Now().UnixMilli() }
 // build returns the strategy of subject s for lim over one backend,
 // wrapping it in the sharded strategy when s asks for it.
 func build(s subject, lim strategy.Limit, mk func(strategy.Limit) (strategy.Strategy, error)) (strategy.Strategy, error) {
+	if s.sharded() {
+		return sharded.New(s.shards, lim, mk)
+	}
 	return mk(lim)
 }
 

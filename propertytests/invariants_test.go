@@ -36,7 +36,7 @@ func checkBound(k kind, lim strategy.Limit, evs []event) string {
 			msg = boundSliding(lim, a)
 		case fixedWindow:
 			msg = boundFixed(lim, a)
-		case tokenBucket, gcra:
+		case tokenBucket, gcraKind:
 			msg = boundArrival(lim, a)
 		default:
 			msg = fmt.Sprintf("no bound known for algorithm kind %d", k)
@@ -102,14 +102,20 @@ func boundArrival(lim strategy.Limit, a []event) string {
 	return ""
 }
 
-// checkExact holds the decisions of a serial schedule to the model of
-// algorithm k: sliding log and fixed window exactly (Allowed, Remaining,
-// RetryAfter); token bucket and GCRA by their arrival curve, allowing only
-// what fits under Burst + rate*(b-a) on every interval, and denying only
-// what would not fit with 1 ms more of refill.
+// checkExact holds every decision of a serial schedule to the model of
+// algorithm k, computed from the units allowed before it: Allowed,
+// Remaining, RetryAfter and ResetAfter must be exactly the model's (each
+// algorithm documents exact integer arithmetic). The models:
+//
+//   - sliding log: the units of (now-W, now] count;
+//   - fixed window: the units of the aligned window of now count;
+//   - token bucket and GCRA: the tokens at now are
+//     min(Burst, min over allowed i of Burst + rate*(now - t_i) - (units
+//     allowed from i on)), in integers scaled by W; RetryAfter and
+//     ResetAfter are the ceilings, in ms, of the time the missing tokens
+//     take to refill.
 func checkExact(k kind, lim strategy.Limit, evs []event) string {
 	hist := map[int][]event{} // allowed units per subject since its last Reset
-	w, limit := lim.Window.Milliseconds(), lim.Limit
 	for _, ev := range evs {
 		if ev.op == opReset {
 			hist[ev.subject] = nil
@@ -117,74 +123,21 @@ func checkExact(k kind, lim strategy.Limit, evs []event) string {
 		}
 		h := hist[ev.subject]
 		n := ev.n
-		if ev.op == opPeek || n == 0 {
+		if ev.op == opPeek {
 			n = 0
 		}
-		want := max(n, 1) // a peek answers for one unit
-		var msg string
+		var want strategy.Result
 		switch k {
 		case slidingLog, fixedWindow:
-			count := int64(0)
-			var live []event // oldest first
-			for _, u := range h {
-				if (k == slidingLog && ev.at-u.at < w) || (k == fixedWindow && floorDiv(u.at, w) == floorDiv(ev.at, w)) {
-					count += u.n
-					live = append(live, u)
-				}
-			}
-			allowed := want <= limit && count+want <= limit
-			remaining := max(limit-count, 0)
-			if allowed && n > 0 {
-				remaining = limit - count - n
-			}
-			retry := time.Duration(0)
-			switch {
-			case allowed:
-			case want > limit:
-				retry = strategy.Never
-			case k == fixedWindow:
-				retry = time.Duration((floorDiv(ev.at, w)+1)*w-ev.at) * time.Millisecond
-			default: // the units that must leave first: the oldest, until count+want fits
-				need, i := count+want-limit, 0
-				for ; need > 0; i++ {
-					need -= live[i].n
-				}
-				retry = time.Duration(live[i-1].at+w-ev.at) * time.Millisecond
-			}
-			if ev.res.Allowed != allowed || ev.res.Remaining != remaining || ev.res.RetryAfter != retry || ev.res.Limit != limit {
-				msg = fmt.Sprintf("want {Allowed:%v Remaining:%d RetryAfter:%v Limit:%d}: %d units count at this instant",
-					allowed, remaining, retry, limit, count)
-			}
-		case tokenBucket, gcra:
-			b := lim.Capacity()
-			// over the units allowed since h[i], plus this request, at the
-			// refill of d ms: does it fit?
-			fits := func(d int64) bool {
-				if want > b {
-					return false
-				}
-				sum := want
-				for i := len(h) - 1; i >= 0; i-- {
-					sum += h[i].n
-					if (i == 0 || h[i-1].at != h[i].at) && sum*w > b*w+limit*(ev.at-h[i].at+d) {
-						return false
-					}
-				}
-				return true
-			}
-			switch {
-			case ev.res.Allowed && !fits(0):
-				msg = fmt.Sprintf("allowed, but %d more units do not fit under burst %d + rate %d/%v on some interval ending now", want, b, limit, lim.Window)
-			case !ev.res.Allowed && fits(-1):
-				msg = fmt.Sprintf("denied, but %d more units fit under burst %d + rate %d/%v on every interval ending now, even with 1 ms less of refill", want, b, limit, lim.Window)
-			case ev.res.Limit != b:
-				msg = fmt.Sprintf("Limit %d, want the capacity %d", ev.res.Limit, b)
-			}
+			want = windowModel(k, lim, h, ev.at, n)
+		case tokenBucket, gcraKind:
+			want = tokenModel(lim, h, ev.at, n)
 		default:
 			return fmt.Sprintf("no exact model for algorithm kind %d", k)
 		}
-		if msg != "" {
-			return fmt.Sprintf("%s: %s (history of %q: %v)", ev, msg, subjects[ev.subject], h)
+		if ev.res != want {
+			return fmt.Sprintf("%s: want {Allowed:%v Remaining:%d RetryAfter:%v ResetAfter:%v Limit:%d}, got Limit %d (allowed before, of %q: %v)",
+				ev, want.Allowed, want.Remaining, want.RetryAfter, want.ResetAfter, want.Limit, ev.res.Limit, subjects[ev.subject], h)
 		}
 		if n > 0 && ev.res.Allowed {
 			hist[ev.subject] = append(h, ev)
@@ -193,13 +146,104 @@ func checkExact(k kind, lim strategy.Limit, evs []event) string {
 	return ""
 }
 
-// maxTTL is the longest a key of algorithm k under lim may live after the
+// windowModel is the decision of a sliding log or fixed window at now for
+// n units (0: Peek), given the units allowed before (h, oldest first).
+func windowModel(k kind, lim strategy.Limit, h []event, now, n int64) strategy.Result {
+	w, limit := lim.Window.Milliseconds(), lim.Limit
+	counts := func(at int64) bool {
+		if k == slidingLog {
+			return now-at < w
+		}
+		return floorDiv(at, w) == floorDiv(now, w)
+	}
+	var count int64
+	var live []event // oldest first
+	for _, u := range h {
+		if counts(u.at) {
+			count += u.n
+			live = append(live, u)
+		}
+	}
+	want := max(n, 1) // a Peek answers for one unit
+	allowed := want <= limit && count+want <= limit
+	r := strategy.Result{Allowed: allowed, Limit: limit, Remaining: max(limit-count, 0)}
+	if allowed && n > 0 {
+		r.Remaining = limit - count - n
+		live = append(live, event{at: now, n: n})
+	}
+	edge := (floorDiv(now, w)+1)*w - now // ms left in the aligned window
+	if len(live) > 0 {                  // until the newest unit stops counting
+		if k == slidingLog {
+			r.ResetAfter = time.Duration(live[len(live)-1].at+w-now) * time.Millisecond
+		} else {
+			r.ResetAfter = time.Duration(edge) * time.Millisecond
+		}
+	}
+	switch {
+	case allowed:
+	case want > limit:
+		r.RetryAfter = strategy.Never
+	case k == fixedWindow:
+		r.RetryAfter = time.Duration(edge) * time.Millisecond
+	default: // the oldest units must leave until count+want fits
+		need, i := count+want-limit, 0
+		for ; need > 0; i++ {
+			need -= live[i].n
+		}
+		r.RetryAfter = time.Duration(live[i-1].at+w-now) * time.Millisecond
+	}
+	return r
+}
+
+// tokenModel is the decision of a token bucket (or GCRA, which decides the
+// same) at now for n units (0: Peek), given the units allowed before (h,
+// oldest first). Tokens are scaled by W so that a millisecond refills
+// exactly Limit scaled units.
+func tokenModel(lim strategy.Limit, h []event, now, n int64) strategy.Result {
+	w, limit, b := lim.Window.Milliseconds(), lim.Limit, lim.Capacity()
+	full := b * w
+	tokens := full
+	sum := int64(0)
+	for i := len(h) - 1; i >= 0; i-- {
+		sum += h[i].n
+		tokens = min(tokens, full+limit*(now-h[i].at)-sum*w)
+	}
+	want := max(n, 1)
+	allowed := want <= b && want*w <= tokens
+	r := strategy.Result{Allowed: allowed, Limit: b, Remaining: floorDiv(tokens, w)}
+	if allowed && n > 0 {
+		tokens -= n * w
+		r.Remaining = floorDiv(tokens, w)
+	}
+	r.ResetAfter = time.Duration(ceilDivAny(full-tokens, limit)) * time.Millisecond
+	switch {
+	case allowed:
+	case want > b:
+		r.RetryAfter = strategy.Never
+	default:
+		r.RetryAfter = time.Duration(ceilDivAny(want*w-tokens, limit)) * time.Millisecond
+	}
+	return r
+}
+
+// ceilDivAny is ⌈a/b⌉ for any a and b > 0.
+func ceilDivAny(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// maxTTL is the longest a key of subject s under lim may live after the
 // last write: as long as its state can still change a decision.
+func (s subject) maxTTL(lim strategy.Limit) time.Duration {
+	var d time.Duration
+	for _, l := range s.limits(lim) {
+		d = max(d, maxTTL(s.kind, l))
+	}
+	return d
+}
+
 func maxTTL(k kind, lim strategy.Limit) time.Duration {
 	switch k {
 	case slidingCounter:
 		return 2 * lim.Window
-	case tokenBucket, gcra: // the time to refill the whole burst
+	case tokenBucket, gcraKind: // the time to refill the whole burst
 		w := lim.Window.Milliseconds()
 		return time.Duration(ceilDiv(lim.Capacity()*w, max(lim.Limit, 1))) * time.Millisecond
 	}

@@ -144,6 +144,89 @@ local k = count + want - limit`,
 		edits:    []edit{{old: `redis.call('PEXPIRE', key, reset)` + "\n", new: "\n"}},
 		subjects: "tokenbucket", backends: "redis",
 	},
+	{
+		name: "fixed window: window edge off by one (the edge instant still in the old window)",
+		file: "fixedwindow/fixedwindow.lua",
+		edits: []edit{
+			{old: `local idx = math.floor(now / window)`, new: `local idx = math.floor((now - 1) / window)`},
+			{old: `local left = (idx + 1) * window - now`, new: `local left = math.max((idx + 1) * window - now, 1)`},
+		},
+		subjects: "fixedwindow", backends: "redis",
+	},
+	{
+		name: "fixed window twin: window edge off by one (the edge instant still in the old window)",
+		file: "fixedwindow/local.go",
+		edits: []edit{
+			{old: `idx := floorDiv(now, window)`, new: `idx := floorDiv(now-1, window)`},
+			{old: `left := end - now`, new: `left := max(end-now, 1)`},
+		},
+		subjects: "fixedwindow", backends: "local",
+	},
+	{
+		name:     "fixed window: limit check off by one (>= instead of >)",
+		file:     "fixedwindow/fixedwindow.lua",
+		edits:    []edit{{old: `if count + want > limit then`, new: `if count + want >= limit then`}},
+		subjects: "fixedwindow", backends: "redis",
+	},
+	{
+		name:     "fixed window: the count of an earlier window read as this one's",
+		file:     "fixedwindow/fixedwindow.lua",
+		edits:    []edit{{old: `if v and v >= base and v < base + 2199023255552 then`, new: `if v and v < base + 2199023255552 then`}},
+		subjects: "fixedwindow", backends: "redis",
+	},
+	{
+		name: "fixed window: denied requests counted",
+		file: "fixedwindow/fixedwindow.lua",
+		edits: []edit{{
+			old: `if count + want > limit then`,
+			new: `if count + want > limit then
+  if n > 0 then redis.call('SET', KEYS[1], base + count + n, 'PX', left) end`,
+		}},
+		subjects: "fixedwindow", backends: "redis",
+	},
+	{
+		name:     "fixed window: expiry dropped",
+		file:     "fixedwindow/fixedwindow.lua",
+		edits:    []edit{{old: `redis.call('SET', KEYS[1], base + count + n, 'PX', left)`, new: `redis.call('SET', KEYS[1], base + count + n)`}},
+		subjects: "fixedwindow", backends: "redis",
+	},
+	{
+		name:     "gcra: emission interval truncated to whole ms",
+		file:     "gcra/gcra.go",
+		edits:    []edit{{old: `s := scale{lp: lim.Limit / g, wp: w / g, capacity: lim.Capacity()}`, new: `s := scale{lp: g / g, wp: w / lim.Limit, capacity: lim.Capacity()}`}},
+		subjects: "gcra", backends: "redis|local",
+	},
+	{
+		name:     "gcra: TAT in the past not brought up to now",
+		file:     "gcra/gcra.lua",
+		edits:    []edit{{old: `if q and r and q >= now then`, new: `if q and r then`}},
+		subjects: "gcra", backends: "redis",
+	},
+	{
+		name: "gcra: denied requests move TAT",
+		file: "gcra/gcra.lua",
+		edits: []edit{{
+			old: `if after > full then`,
+			new: `if after > full then
+  if n > 0 then redis.call('SET', key, now + math.floor(after / lp), 'PX', math.ceil(after / lp)) end`,
+		}},
+		subjects: "gcra", backends: "redis",
+	},
+	{
+		name:     "gcra: expiry dropped",
+		file:     "gcra/gcra.lua",
+		edits:    []edit{{old: `redis.call('SET', key, tat, 'PX', reset)`, new: `redis.call('SET', key, tat)`}},
+		subjects: "gcra", backends: "redis",
+	},
+	{
+		name: "sharded: the limit not divided among the shards",
+		file: "sharded/sharded.go",
+		edits: []edit{
+			{old: `share := strategy.Limit{Limit: l.limShare[i], Window: lim.Window}`, new: `share := strategy.Limit{Limit: lim.Limit, Window: lim.Window}`},
+			{old: `share.Burst = l.burstShare[i]`, new: `share.Burst = lim.Burst`},
+		},
+		subjects: "sharded-.*", backends: "redis|local",
+	},
 }
 
 // mutationSeed and mutationCases make the mutation check deterministic
@@ -191,35 +274,47 @@ func TestMutants(t *testing.T) {
 	}
 	baseline := mutant{name: "baseline (no mutation)", subjects: joinAlt(subjectsRe), backends: joinAlt(backendsRe)}
 	if caught, out, err := runMutant(t, goBin, root, dir, baseline, -1); err != nil || len(caught) > 0 {
-		t.Fatalf("the unmutated code fails the mutation runs (%v, failed %v):\n%s", err, caught, out)
+		t.Fatalf("the unmutated code fails the mutation runs (%v, failed %v):\n%s", err, caught, tail(out, 8000))
 	}
 
 	type row struct {
 		name, file string
 		caught     []string
+		err        error
 	}
 	var table []row
 	for i, m := range selected {
 		caught, out, err := runMutant(t, goBin, root, dir, m, i)
 		switch {
 		case err != nil:
-			t.Errorf("mutant %q: %v\n%s", m.name, err, out)
+			t.Errorf("mutant %q: %v\n%s", m.name, err, tail(out, 4000))
 		case len(caught) == 0:
 			t.Errorf("mutant %q SURVIVED: no property of %s on %s caught it; strengthen the properties", m.name, m.subjects, m.backends)
 		}
-		table = append(table, row{m.name, m.file, caught})
+		table = append(table, row{m.name, m.file, caught, err})
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "mutation check: seed %d, %d cases per property\n", mutationSeed, mutationCases)
 	fmt.Fprintf(&b, "%-62s %-28s %s\n", "mutant", "file", "caught by (subject/backend/property)")
 	for _, r := range table {
 		by := strings.Join(r.caught, ", ")
-		if by == "" {
+		switch {
+		case r.err != nil:
+			by = "ERROR: see above"
+		case by == "":
 			by = "NOTHING: survived"
 		}
 		fmt.Fprintf(&b, "%-62s %-28s %s\n", r.name, r.file, by)
 	}
 	t.Log("\n" + b.String())
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
 }
 
 func joinAlt(set map[string]bool) string {
@@ -241,12 +336,12 @@ func runMutant(t *testing.T, goBin, root, dir string, m mutant, i int) ([]string
 		path := filepath.Join(root, filepath.FromSlash(m.file))
 		src, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("mutant %q: %v", m.name, err)
+			return nil, "", err
 		}
 		text := string(src)
 		for _, e := range m.edits {
 			if n := strings.Count(text, e.old); n != 1 {
-				t.Fatalf("mutant %q: the snippet to mutate occurs %d times in %s (want exactly 1): the code changed, update the mutant:\n%s", m.name, n, m.file, e.old)
+				return nil, "", fmt.Errorf("the snippet to mutate occurs %d times in %s (want exactly 1): the code changed, update the mutant:\n%s", n, m.file, e.old)
 			}
 			text = strings.Replace(text, e.old, e.new, 1)
 		}

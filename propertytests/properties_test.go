@@ -28,8 +28,12 @@ type property struct {
 	// check runs c on e and returns "" or the failure; again builds another
 	// fresh environment for the same case.
 	check func(e *env, c Case, again func() (*env, error)) string
-	// steady properties generate their own cases.
-	steady bool
+	// custom, when set, is the whole property, with cases of its own.
+	custom func(t *testing.T, s subject, b backend, mk envBuilder, st *stats) gopter.Prop
+	// mayNotDeny: a run without any denial is not vacuous.
+	mayNotDeny bool
+	// realTime: each case takes real time; a tenth of the cases.
+	realTime bool
 }
 
 var (
@@ -64,8 +68,19 @@ var properties = []property{
 		},
 	},
 	{
-		name: "steady", backends: mainBackends, steady: true,
+		name: "steady", backends: mainBackends, mayNotDeny: true,
 		applies: func(s subject) bool { return notSharded(s) && s.kind != slidingCounter },
+		custom: func(_ *testing.T, s subject, b backend, mk envBuilder, _ *stats) gopter.Prop {
+			return prop.ForAll(func(c SteadyCase) string {
+				return checkSteady(mk, s, b.windows, c)
+			}, genSteady(len(b.windows)))
+		},
+	},
+	{
+		name: "bound_servertime", backends: []string{"redis"}, realTime: true,
+		custom: func(t *testing.T, s subject, _ backend, _ envBuilder, st *stats) gopter.Prop {
+			return serverTimeProp(t, s, st)
+		},
 	},
 	{
 		name: "denied_inert", backends: mainBackends, applies: notSharded,
@@ -207,7 +222,7 @@ func checkTTL(e *env, c Case, _ func() (*env, error)) string {
 	if err != nil {
 		return err.Error()
 	}
-	bound := maxTTL(e.sub.kind, e.lim)
+	bound := e.sub.maxTTL(e.lim)
 	for k, ttl := range keys {
 		if ttl <= 0 || ttl > bound {
 			return fmt.Sprintf("key %q has TTL %v, want in (0, %v]", k, ttl, bound)
@@ -398,18 +413,21 @@ func settings(t *testing.T) {
 	})
 }
 
-// defaultCases is how many cases a property checks per backend.
-func defaultCases(b backend) int {
-	if propCases > 0 {
-		return propCases
+// cases is how many cases property p checks on backend b.
+func cases(p property, b backend) int {
+	n := 15
+	switch {
+	case propCases > 0:
+		n = propCases
+	case b.name == "local":
+		n = 40
+	case b.name == "redis":
+		n = 20
 	}
-	switch b.name {
-	case "local":
-		return 40
-	case "redis":
-		return 20
+	if p.realTime {
+		n = max(n/10, 2)
 	}
-	return 15
+	return n
 }
 
 func TestProperties(t *testing.T) {
@@ -448,15 +466,13 @@ func runProperty(t *testing.T, s subject, b backend, open envBuilder, p property
 		return counted(open(s, lim, start, twin))
 	}
 	params := gopter.DefaultTestParametersWithSeed(propSeed)
-	params.MinSuccessfulTests = defaultCases(b)
+	params.MinSuccessfulTests = cases(p, b)
 	params.MaxSize = propSteps
 	params.MaxShrinkCount = propShrink
 	var check gopter.Prop
 	switch {
-	case p.steady:
-		check = prop.ForAll(func(c SteadyCase) string {
-			return checkSteady(mk, s, b.windows, c)
-		}, genSteady(len(b.windows)))
+	case p.custom != nil:
+		check = p.custom(t, s, b, mk, &st)
 	default:
 		o := p.opts
 		o.windows = len(b.windows)
@@ -480,7 +496,7 @@ func runProperty(t *testing.T, s subject, b backend, open envBuilder, p property
 	t.Logf("%s", &st)
 	// a property that never saw a denial (or never an allowed request)
 	// checked nothing worth having
-	if st.allowed.Load() == 0 || (st.denied.Load() == 0 && !p.steady) {
+	if st.allowed.Load() == 0 || (st.denied.Load() == 0 && !p.mayNotDeny) {
 		t.Errorf("property %s of %s on %s is vacuous: %s", p.name, s.name, b.name, &st)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/fixedwindow"
+	"github.com/ratekit/ratelimit/gcra"
+	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
@@ -20,11 +23,11 @@ const (
 	fixedWindow
 	slidingCounter
 	tokenBucket
-	gcra
+	gcraKind
 )
 
 // usesBurst reports whether the capacity is Limit.Burst when set.
-func (k kind) usesBurst() bool { return k == tokenBucket || k == gcra }
+func (k kind) usesBurst() bool { return k == tokenBucket || k == gcraKind }
 
 // capacity is the most units a subject can spend at once.
 func (k kind) capacity(lim strategy.Limit) int64 {
@@ -63,7 +66,7 @@ var algorithms = []subject{
 		},
 	},
 	{
-		name: "tokenbucket", algorithm: "token_bucket", kind: tokenBucket, exactRetry: true,
+		name: "tokenbucket", algorithm: ratelimit.TokenBucket, kind: tokenBucket, exactRetry: true,
 		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return tokenbucket.New(rdb, lim, o...)
 		},
@@ -71,12 +74,57 @@ var algorithms = []subject{
 			return tokenbucket.NewLocal(lim, o...)
 		},
 	},
+	{
+		name: "fixedwindow", algorithm: ratelimit.FixedWindow, kind: fixedWindow, exactRetry: true,
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return fixedwindow.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return fixedwindow.NewLocal(lim, o...)
+		},
+	},
+	{
+		name: "gcra", algorithm: ratelimit.GCRA, kind: gcraKind, exactRetry: true,
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return gcra.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return gcra.NewLocal(lim, o...)
+		},
+	},
 }
+
+// shards is the shard count of the sharded subjects (fewer when the limit
+// is smaller: see sharded.Count).
+const shards = 3
 
 // allSubjects returns every subject under test: each algorithm, then each
 // algorithm wrapped in the sharded strategy.
 func allSubjects() []subject {
-	return slices.Clone(algorithms)
+	out := slices.Clone(algorithms)
+	for _, a := range algorithms {
+		a.name, a.shards = "sharded-"+a.name, shards
+		out = append(out, a)
+	}
+	return out
+}
+
+// limits returns the limit of each shard of s under lim: lim itself when s
+// is not sharded.
+func (s subject) limits(lim strategy.Limit) []strategy.Limit {
+	if !s.sharded() {
+		return []strategy.Limit{lim}
+	}
+	n := sharded.Count(s.shards, lim)
+	ls, bs := sharded.Shares(lim.Limit, n), sharded.Shares(lim.Capacity(), n)
+	out := make([]strategy.Limit, n)
+	for i := range out {
+		out[i] = strategy.Limit{Limit: ls[i], Window: lim.Window}
+		if lim.Burst > 0 {
+			out[i].Burst = bs[i]
+		}
+	}
+	return out
 }
 
 // TestEveryAlgorithmIsCovered fails when the facade offers an algorithm that
