@@ -172,7 +172,7 @@ func windowModel(k kind, lim strategy.Limit, h []event, now, n int64) strategy.R
 		live = append(live, event{at: now, n: n})
 	}
 	edge := (floorDiv(now, w)+1)*w - now // ms left in the aligned window
-	if len(live) > 0 {                  // until the newest unit stops counting
+	if len(live) > 0 {                   // until the newest unit stops counting
 		if k == slidingLog {
 			r.ResetAfter = time.Duration(live[len(live)-1].at+w-now) * time.Millisecond
 		} else {
