@@ -26,7 +26,7 @@ func ExampleParsePolicies() {
 
 	policies, err := ratelimit.ParsePolicies([]byte(`{
 		"login":  {"algorithm": "sliding_log", "limit": 2, "window": "1m", "on_failure": "closed"},
-		"search": {"algorithm": "sliding_log", "limit": 100, "window": "1s"}
+		"search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200}
 	}`))
 	if err != nil {
 		panic(err) // names the policy and the field
@@ -58,8 +58,8 @@ func ExampleParsePolicies() {
 	// login 1: allowed=true remaining=1
 	// login 2: allowed=true remaining=0
 	// login 3: allowed=false remaining=0
-	// search: allowed=true remaining=99
-	// keys: [rl:login:sl:{user:42} rl:search:sl:{user:42}]
+	// search: allowed=true remaining=199
+	// keys: [rl:login:sl:{user:42} rl:search:tb:{user:42}]
 	// ratelimit: policy "upload": field "window": invalid option: want a duration string like "1m" or "1h30m", got "1 hour"
 }
 
