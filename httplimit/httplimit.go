@@ -51,10 +51,11 @@
 // other (a degraded allowed request passes, a degraded denial is a 429 with
 // Retry-After the time until Redis is tried again), leaving out the RateLimit
 // field, whose remaining count nobody knows then. An error that does reach
-// the middleware (a key that cannot be derived, an invalid cost, a Limiter
-// without a failure policy) goes to the ErrorHandler: by default 503
-// Service Unavailable when the backend failed, 500 otherwise. PassThrough
-// serves such requests unlimited instead.
+// the middleware (the request's context ended before the decision, a key
+// that cannot be derived, an invalid cost, a Limiter without a failure
+// policy) goes to the ErrorHandler: by default 503 Service Unavailable when
+// it wraps strategy.ErrBackend (as the facade's context errors do), 500
+// otherwise. PassThrough serves such requests unlimited instead.
 //
 // A Middleware is safe for concurrent use.
 package httplimit

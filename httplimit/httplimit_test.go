@@ -427,3 +427,34 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 }
+
+// A request whose context has ended (the client left) is not decided: the
+// facade returns ctx's error, and the ErrorHandler gets it.
+func TestCanceledRequest(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	l, err := ratelimit.New(rdb, ratelimit.Config{Name: "c", Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen error
+	m, err := httplimit.New(l, httplimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+		seen = err
+		httplimit.DefaultErrorHandler(w, r, next, err)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
+	w := httptest.NewRecorder()
+	m.Handler(ok).ServeHTTP(w, r)
+	if !errors.Is(seen, context.Canceled) || w.Code != http.StatusServiceUnavailable || w.Header().Get("RateLimit") != "" {
+		t.Fatalf("canceled request: error %v, status %d, RateLimit %q; want context.Canceled, 503, no header", seen, w.Code, w.Header().Get("RateLimit"))
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Fatalf("keys %q; a request that was not decided must record nothing", keys)
+	}
+}
