@@ -13,7 +13,8 @@ local n = ARGV[3] + 0
 local now = ARGV[4] + 0
 if now < 0 then
   local t = redis.call('TIME')
-  now = t[1] * 1000 + (t[2] - t[2] % 1000) / 1000
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 end
 -- windows are aligned to multiples of window since the Unix epoch
 local elapsed = now % window

@@ -28,10 +28,11 @@ var script = redis.NewScript(scriptSrc)
 // Limiter is the sliding window counter on Redis. It is safe for concurrent
 // use.
 type Limiter struct {
-	rdb      redis.Scripter
-	lim      strategy.Limit
-	opts     strategy.Options
-	windowMs int64
+	rdb  redis.Scripter
+	lim  strategy.Limit
+	opts strategy.Options
+	// the script's constant arguments, boxed once rather than per call
+	limitArg, windowArg any
 }
 
 var (
@@ -51,7 +52,7 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{rdb: rdb, lim: lim, opts: o, windowMs: lim.Window.Milliseconds()}, nil
+	return &Limiter{rdb: rdb, lim: lim, opts: o, limitArg: lim.Limit, windowArg: lim.Window.Milliseconds()}, nil
 }
 
 func setup(lim strategy.Limit, opts []strategy.Option) (strategy.Options, error) {
@@ -89,7 +90,19 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 	}
 	k := strategy.KeyFor(l.opts.Prefix, Tag, key, keys.Shard(ctx))
 	return redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit,
-		l.lim.Limit, l.windowMs, n, redisx.NowArg(l.opts.Clock))
+		l.limitArg, l.windowArg, n, l.nowArg())
+}
+
+// serverTime is redisx.ServerTime, boxed once.
+var serverTime any = redisx.ServerTime
+
+// nowArg is the script's "now" argument: the client clock's time, or
+// ServerTime to read the server's.
+func (l *Limiter) nowArg() any {
+	if l.opts.Clock == nil {
+		return serverTime
+	}
+	return redisx.NowArg(l.opts.Clock)
 }
 
 // Peek reports key's state now without recording anything or writing to
