@@ -23,6 +23,7 @@ import (
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/sharded"
+	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
@@ -55,6 +56,11 @@ const (
 	// GCRA is the generic cell rate algorithm: the token bucket's decisions
 	// from one stored instant per subject. Package gcra.
 	GCRA Algorithm = "gcra"
+	// SlidingCounter approximates the sliding window from the current and
+	// previous fixed windows' counts, interpolated: one integer per subject,
+	// at most about twice the limit in the worst sliding window, the limit
+	// in every aligned one. Package slidingcounter.
+	SlidingCounter Algorithm = "sliding_counter"
 )
 
 // algorithm is how the facade builds one algorithm.
@@ -86,6 +92,14 @@ var algorithms = map[Algorithm]algorithm{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return tokenbucket.NewLocal(lim, o...)
+		},
+	},
+	SlidingCounter: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidingcounter.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidingcounter.NewLocal(lim, o...)
 		},
 	},
 	GCRA: {
