@@ -36,6 +36,12 @@ func checkBound(k kind, lim strategy.Limit, evs []event) string {
 			msg = boundSliding(lim, a)
 		case fixedWindow:
 			msg = boundFixed(lim, a)
+		case slidingCounter:
+			// its package's bound: at most Limit per aligned window, and
+			// Limit + floor(Limit*(W-2ms)/W) per sliding window
+			if msg = boundFixed(lim, a); msg == "" {
+				msg = boundSlidingCap(lim, lim.Limit+lim.Limit*(lim.Window.Milliseconds()-2)/lim.Window.Milliseconds(), a)
+			}
 		case tokenBucket, gcraKind:
 			msg = boundArrival(lim, a)
 		default:
@@ -50,6 +56,11 @@ func checkBound(k kind, lim strategy.Limit, evs []event) string {
 
 // boundSliding: in every window (t-W, t] at most Limit units.
 func boundSliding(lim strategy.Limit, a []event) string {
+	return boundSlidingCap(lim, lim.Limit, a)
+}
+
+// boundSlidingCap: in every window (t-W, t] at most limit units.
+func boundSlidingCap(lim strategy.Limit, limit int64, a []event) string {
 	w := lim.Window.Milliseconds()
 	sum, lo := int64(0), 0
 	for hi, ev := range a {
@@ -58,9 +69,9 @@ func boundSliding(lim strategy.Limit, a []event) string {
 			sum -= a[lo].n
 			lo++
 		}
-		if sum > lim.Limit {
-			return fmt.Sprintf("%d units allowed in the window (%s, %s], limit %d; from %s to %s",
-				sum, ms(ev.at-w), ms(ev.at), lim.Limit, a[lo], a[hi])
+		if sum > limit {
+			return fmt.Sprintf("%d units allowed in the window (%s, %s], at most %d; from %s to %s",
+				sum, ms(ev.at-w), ms(ev.at), limit, a[lo], a[hi])
 		}
 	}
 	return ""
@@ -132,6 +143,8 @@ func checkExact(k kind, lim strategy.Limit, evs []event) string {
 			want = windowModel(k, lim, h, ev.at, n)
 		case tokenBucket, gcraKind:
 			want = tokenModel(lim, h, ev.at, n)
+		case slidingCounter:
+			want = counterModel(lim, h, ev.at, n)
 		default:
 			return fmt.Sprintf("no exact model for algorithm kind %d", k)
 		}
@@ -222,6 +235,63 @@ func tokenModel(lim strategy.Limit, h []event, now, n int64) strategy.Result {
 		r.RetryAfter = strategy.Never
 	default:
 		r.RetryAfter = time.Duration(ceilDivAny(want*w-tokens, limit)) * time.Millisecond
+	}
+	return r
+}
+
+// counterModel is the decision of the sliding counter at now for n units
+// (0: Peek), given the units allowed before (h): its package's estimate
+// curr + ceil(prev*(W-elapsed)/W) of the units in the sliding window, and a
+// RetryAfter found by searching the first millisecond at which the request
+// passes (the estimate never grows while nothing is recorded).
+func counterModel(lim strategy.Limit, h []event, now, n int64) strategy.Result {
+	w, limit := lim.Window.Milliseconds(), lim.Limit
+	counts := func(at int64) (curr, prev int64) {
+		idx := floorDiv(at, w)
+		for _, u := range h {
+			switch floorDiv(u.at, w) {
+			case idx:
+				curr += u.n
+			case idx - 1:
+				prev += u.n
+			}
+		}
+		return curr, prev
+	}
+	used := func(at int64) int64 {
+		curr, prev := counts(at)
+		return curr + ceilDivAny(prev*(w-(at-floorDiv(at, w)*w)), w)
+	}
+	want := max(n, 1)
+	u := used(now)
+	allowed := want <= limit && u+want <= limit
+	r := strategy.Result{Allowed: allowed, Limit: limit, Remaining: max(limit-u, 0)}
+	if allowed && n > 0 {
+		r.Remaining = limit - u - n
+		h = append(h[:len(h):len(h)], event{at: now, n: n})
+	}
+	elapsed := now - floorDiv(now, w)*w
+	switch curr, prev := counts(now); {
+	case curr > 0:
+		r.ResetAfter = time.Duration(2*w-elapsed) * time.Millisecond
+	case prev > 0:
+		r.ResetAfter = time.Duration(w-elapsed) * time.Millisecond
+	}
+	switch {
+	case allowed:
+	case want > limit:
+		r.RetryAfter = strategy.Never
+	default: // the first d in [1, 2W] at which used(now+d)+want <= limit
+		lo, hi := int64(1), 2*w
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if used(now+mid)+want <= limit {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		r.RetryAfter = time.Duration(lo) * time.Millisecond
 	}
 	return r
 }

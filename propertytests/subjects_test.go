@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/sharded"
+	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
@@ -90,6 +91,15 @@ var algorithms = []subject{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return gcra.NewLocal(lim, o...)
+		},
+	},
+	{
+		name: "slidingcounter", algorithm: "sliding_counter", kind: slidingCounter, exactRetry: true,
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidingcounter.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return slidingcounter.NewLocal(lim, o...)
 		},
 	},
 }
