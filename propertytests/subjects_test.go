@@ -94,7 +94,7 @@ var algorithms = []subject{
 		},
 	},
 	{
-		name: "slidingcounter", algorithm: "sliding_counter", kind: slidingCounter, exactRetry: true,
+		name: "slidingcounter", algorithm: ratelimit.SlidingCounter, kind: slidingCounter, exactRetry: true,
 		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return slidingcounter.New(rdb, lim, o...)
 		},
