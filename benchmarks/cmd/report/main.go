@@ -14,7 +14,7 @@
 //	go run ./cmd/report -redis 127.0.0.1:6379
 //	go run ./cmd/report -cluster 10.0.0.1:7000,10.0.0.2:7000
 //	go run ./cmd/report -start-redis          # starts a throwaway redis-server
-//	go run ./cmd/report -start-redis -chart chart.svg -json > report.json
+//	go run ./cmd/report -start-redis -chart chart.svg -json-file report.json
 //
 // The report writes only keys that carry its run's token (and one random
 // subject per memory probe, checked absent first) and deletes them when it
@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		localDur   = fs.Duration("local", 300*time.Millisecond, "time per local twin and path (negative: skip)")
 		only       = fs.String("only", "", "comma-separated target names to measure (the floor is always measured)")
 		jsonOut    = fs.Bool("json", false, "write JSON to stdout instead of tables")
+		jsonFile   = fs.String("json-file", "", "also write the JSON to `file`")
 		chart      = fs.String("chart", "", "write an SVG chart of bytes per subject against precision to `file` (needs a real Redis)")
 		quiet      = fs.Bool("q", false, "no progress line on stderr")
 	)
@@ -126,16 +127,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	if *chart != "" {
-		f, err := os.Create(*chart)
-		if err != nil {
-			return fail("%v", err)
-		}
-		err = r.WriteChart(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := writeFile(*chart, r.WriteChart); err != nil {
 			return fail("chart: %v", err)
+		}
+	}
+	if *jsonFile != "" {
+		if err := writeFile(*jsonFile, r.WriteJSON); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if *jsonOut {
@@ -147,4 +145,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	return 0
+}
+
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

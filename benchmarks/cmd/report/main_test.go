@@ -128,9 +128,26 @@ func keys(m map[string]report.Row) []string {
 	return k
 }
 
+// TestReportOnMiniredis runs the default report (no server) once and checks
+// both outputs: the tables on stdout and the JSON beside them.
 func TestReportOnMiniredis(t *testing.T) {
-	out, _ := runReport(t, "-json")
-	r := decode(t, out)
+	jsonFile := filepath.Join(t.TempDir(), "report.json")
+	out, _ := runReport(t, "-json-file", jsonFile)
+	for _, want := range []string{"floor", "dec/s c=1", "x floor", "prec boundary", "goals:", "notes:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, a := range targets.Names() {
+		if !strings.Contains(out, string(a)) {
+			t.Errorf("table lacks strategy %q:\n%s", a, out)
+		}
+	}
+	js, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decode(t, string(js))
 	if r.Backend != "miniredis" {
 		t.Errorf("backend %q, want miniredis by default", r.Backend)
 	}
@@ -142,20 +159,6 @@ func TestReportOnMiniredis(t *testing.T) {
 	}
 	if len(r.Goals) == 0 {
 		t.Error("no goals in the report")
-	}
-}
-
-func TestReportTable(t *testing.T) {
-	out, _ := runReport(t, "-peers=false", "-concurrency=1,2")
-	for _, want := range []string{"floor", "dec/s c=1", "x floor", "prec boundary", "goals:", "notes:"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("table lacks %q:\n%s", want, out)
-		}
-	}
-	for _, a := range targets.Names() {
-		if !strings.Contains(out, string(a)) {
-			t.Errorf("table lacks strategy %q:\n%s", a, out)
-		}
 	}
 }
 

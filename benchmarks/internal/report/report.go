@@ -183,7 +183,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer b.close()
+	closed := false
+	defer func() {
+		if !closed {
+			b.close()
+		}
+	}()
 	r.Server = b.version
 	for _, t := range ts {
 		r.Rows = append(r.Rows, Row{Name: t.Name, Kind: string(t.Kind), Algorithm: t.Algorithm, Note: t.Note})
@@ -204,6 +209,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
+	b.close() // nothing of the backend may allocate while the twins are timed
+	closed = true
 	runPrecision(ctx, o, ts, r)
 	runLocal(o, r)
 	r.Goals = goals(r)
@@ -248,7 +255,7 @@ func notes(o Options, b *backend) []string {
 		"round trips counted by a client hook; commands per decision include the EVALSHA itself and every command a script calls",
 		"precision = the most units allowed in any sliding window of the limit's length / the limit, worst over the probe's variants; " +
 			"probes run on an embedded miniredis with a controlled clock (client clock, server TIME via SetTime, TTLs via FastForward), so they are deterministic",
-		"local = the in-process twin through the facade, one goroutine, one warm subject: allowed path with the clock stepping Window/Limit + 1ms per decision, denied path on an exhausted subject",
+		"local = the in-process twin (the strategy NewLocal builds, called directly), one goroutine, one warm subject: allowed path with a client clock stepping Window/Limit + 1ms per decision, denied path on an exhausted subject; allocations are the process's mallocs over the loop / decisions",
 	}
 	if b.real() {
 		n = append(n, "bytes = MEMORY USAGE ... SAMPLES 0 summed over the subject's keys (10-byte subject), after 10 and after limit decisions at once",
