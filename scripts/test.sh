@@ -28,8 +28,16 @@ if [ -n "$gofmt_out" ]; then
   exit 1
 fi
 # the root module, then each nested module (benchmarks/, ratelimitotel/ ...)
+# Every module runs even when an earlier one failed; the exit code says
+# whether all passed.
+failed=""
 for mod in $(git ls-files 'go.mod' '*/go.mod' 2>/dev/null || echo go.mod); do
   dir=$(dirname "$mod")
   echo "test.sh: module ./$dir"
-  (cd "$dir" && go vet ./... && go test -race -shuffle=on -count=1 ./...)
+  (cd "$dir" && go vet ./... && go test -race -shuffle=on -count=1 ./...) || failed="$failed ./$dir"
 done
+if [ -n "$failed" ]; then
+  echo "test.sh: FAILED in module(s):$failed" >&2
+  exit 1
+fi
+echo "test.sh: all modules passed"
