@@ -18,9 +18,12 @@
 //
 // Backends: "miniredis" (client clock; FastForward keeps TTLs in step),
 // "miniredis-time" (the script reads the server's TIME, set with SetTime),
-// "redis" (a real redis-server started by the test, windows of 30 s and more
-// so that real-time TTLs never cut into simulated time) and "local" (the
-// in-process twins).
+// "redis" (a real redis-server started by the test; windows of 5 to 10
+// minutes, so that TTLs, which run in real time there, never cut into the
+// simulated time of a case, and fixed windows kept out of the last eighth
+// of a window for the same reason) and "local" (the in-process twins).
+// Windows are mostly not multiples of the limits, so rates are fractions of
+// a unit per millisecond and rounding shows.
 //
 // # Properties
 //
@@ -31,10 +34,17 @@
 //     per aligned window; token bucket and GCRA over every interval [a, b]
 //     at most Burst + rate*(b-a); sliding counter its documented bound;
 //     sharded, the subject's total against the whole limit.
-//   - exact: on a serial schedule each decision is the one the algorithm's
-//     model makes (sliding log and fixed window exactly; token bucket and
-//     GCRA: a denial is justified by the allowed units within 1 ms of refill).
-//   - steady: a client at the rate is never denied.
+//   - exact: on a serial schedule every Result (Allowed, Remaining,
+//     RetryAfter, ResetAfter, Limit) is the one an independent model of the
+//     algorithm computes from the units allowed before: the units of
+//     (t-W, t] for the sliding log, of the aligned window for the fixed
+//     window, the sliding counter's integer estimate, and for the token
+//     bucket and GCRA the tokens min(Burst, Burst + rate*(t - t_i) - units
+//     allowed since t_i) in exact integers. Every strategy documents exact
+//     arithmetic, so nothing is tolerated.
+//   - steady: a client spending n units every ceil(n*W/Limit) ms or more is
+//     never denied (after spending the whole burst, for the token bucket
+//     and GCRA); not for the sliding counter, which does not promise it.
 //   - denied_inert: the schedule without its denied requests gets the same
 //     results for every request left.
 //   - retry_after: a denied request passes once RetryAfter has passed (and,
@@ -50,6 +60,14 @@
 //     few windows of real time; no set of allowed units whose decision
 //     times, known to lie between the call and the reply, certainly break
 //     the bound.
+//
+// Sharded strategies run bound, ttl and bound_servertime only: which shard
+// a request lands on is not deterministic, and a sharded subject may deny a
+// request while another shard has room, so the serial properties do not
+// apply to it.
+//
+// Every property run also fails when it saw no allowed request, or (but
+// for steady) no denial: it would have checked nothing.
 //
 // On failure gopter shrinks the case and the test prints the seed and the
 // command that replays it.
@@ -73,5 +91,13 @@
 // changed), runs the strategy's properties against each with a fixed seed
 // and a bounded number of cases, and fails if a mutant survives or if a
 // mutation's snippet is no longer found in its file. Its log is a table of
-// which properties caught which mutant.
+// which properties caught which mutant; see it with
+//
+//	go test -v -run TestMutants ./propertytests
+//
+// Scripts are mutated on the real Redis backend, twins on the local one.
+// Each mutant is built once (a few seconds) and runs its strategy's
+// properties with RATELIMIT_PROP_CASES=25 and no shrinking; the unmutated
+// code must first pass the same runs, so a catch is never a flaky failure
+// of the suite itself.
 package propertytests
