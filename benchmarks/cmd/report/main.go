@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		window     = fs.Duration("window", time.Minute, "the limit's window")
 		peers      = fs.Bool("peers", true, "measure the peer libraries too (redis_rate, ulule/limiter, mennanov/limiters)")
 		localDur   = fs.Duration("local", 300*time.Millisecond, "time per local twin and path (negative: skip)")
+		subjBytes  = fs.Int("subject-bytes", 6, "length of the memory probes' subjects, in bytes (>= 4)")
 		only       = fs.String("only", "", "comma-separated target names to measure (the floor is always measured)")
 		jsonOut    = fs.Bool("json", false, "write JSON to stdout instead of tables")
 		jsonFile   = fs.String("json-file", "", "also write the JSON to `file`")
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	o := report.Options{Duration: *duration, Rounds: *rounds, Subjects: *subjects, Peers: *peers,
-		LocalDuration: *localDur, Limit: strategy.Limit{Limit: *limit, Window: *window}, Progress: stderr}
+		LocalDuration: *localDur, SubjectBytes: *subjBytes, Limit: strategy.Limit{Limit: *limit, Window: *window}, Progress: stderr}
 	if *quiet {
 		o.Progress = nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -19,14 +18,14 @@ import (
 
 // runMemory measures each target's bytes per subject on the real Redis:
 // MEMORY USAGE summed over the keys of one fresh subject after 10 and after
-// limit decisions. The subject is 10 bytes ("u" and 9 random digits) and
-// our strategies use their default prefix, as a user's would.
+// limit decisions. The subject is Options.SubjectBytes long ("u" and random
+// digits) and our strategies use their default prefix, as a user's would.
 func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, r *Report) {
 	env := targets.Env{RDB: b.work, Limit: o.Limit}
 	for i, t := range ts {
 		row := &r.Rows[i]
 		if t.Kind == targets.Floor {
-			if err := memoryFloor(ctx, b, row); err != nil {
+			if err := memoryFloor(ctx, o, b, row); err != nil {
 				row.MemoryNote = "n/a: " + err.Error()
 			}
 			continue
@@ -41,10 +40,15 @@ func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, 
 	}
 }
 
-// freshSubject returns a 10-byte subject that no key contains yet.
-func freshSubject(ctx context.Context, b *backend) (string, error) {
+// freshSubject returns a subject of size bytes (at least 4) that no key
+// contains yet.
+func freshSubject(ctx context.Context, b *backend, size int) (string, error) {
 	for {
-		subject := "u" + strconv.Itoa(100000000+rand.IntN(900000000))
+		digits := make([]byte, max(size, 4)-1)
+		for i := range digits {
+			digits[i] = byte('0' + rand.IntN(10))
+		}
+		subject := "u" + string(digits)
 		keys, err := b.keysMatching(ctx, subject)
 		if err != nil {
 			return "", err
@@ -57,8 +61,8 @@ func freshSubject(ctx context.Context, b *backend) (string, error) {
 
 // memoryFloor measures the least a subject can cost in Redis with our key
 // layout: one key "rl:xx:{<subject>}" holding an integer, with a TTL.
-func memoryFloor(ctx context.Context, b *backend, row *Row) error {
-	subject, err := freshSubject(ctx, b)
+func memoryFloor(ctx context.Context, o Options, b *backend, row *Row) error {
+	subject, err := freshSubject(ctx, b, o.SubjectBytes)
 	if err != nil {
 		return err
 	}
@@ -81,7 +85,7 @@ func memory(ctx context.Context, o Options, b *backend, t targets.Target, env ta
 	if err != nil {
 		return err
 	}
-	subject, err := freshSubject(ctx, b)
+	subject, err := freshSubject(ctx, b, o.SubjectBytes)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ type Options struct {
 	Limit         strategy.Limit
 	Peers         bool          // measure the peer libraries too
 	LocalDuration time.Duration // per local twin and path; default 300ms; < 0 skips
+	SubjectBytes  int           // length of the memory probes' subjects; default 6
 	Only          []string      // measure only targets with these names (the floor always)
 	Progress      io.Writer     // progress lines; nil for none
 }
@@ -62,6 +63,9 @@ func (o *Options) defaults() {
 	}
 	if o.LocalDuration == 0 {
 		o.LocalDuration = 300 * time.Millisecond
+	}
+	if o.SubjectBytes <= 0 {
+		o.SubjectBytes = 6
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
@@ -258,7 +262,8 @@ func notes(o Options, b *backend) []string {
 		"local = the in-process twin (the strategy NewLocal builds, called directly), one goroutine, one warm subject: allowed path with a client clock stepping Window/Limit + 1ms per decision, denied path on an exhausted subject; allocations are the process's mallocs over the loop / decisions",
 	}
 	if b.real() {
-		n = append(n, "bytes = MEMORY USAGE ... SAMPLES 0 summed over the subject's keys (10-byte subject), after 10 and after limit decisions at once",
+		n = append(n, fmt.Sprintf("bytes = MEMORY USAGE ... SAMPLES 0 summed over the keys of one %d-byte subject, after 10 and after limit decisions at once; "+
+			"a string key costs 48 bytes plus its name's allocation (56 for names of 7-14 bytes, 72 for 15-30), so the subject's length moves every row alike (-subject-bytes)", o.SubjectBytes),
 			"Redis CPU = delta of used_cpu_sys + used_cpu_user over the slices / decisions; it includes the server's network work")
 	} else {
 		n = append(n, "miniredis runs in this process: speed ratios are indicative only; memory and Redis CPU are n/a (use -redis or -start-redis)")
