@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 )
 
@@ -329,7 +330,8 @@ func TestMutants(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "mutation check: seed %d, %d cases per property\n", mutationSeed, mutationCases)
-	fmt.Fprintf(&b, "%-62s %-28s %s\n", "mutant", "file", "caught by (subject/backend/property)")
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "mutant\tfile\tcaught by (subject/backend/property)")
 	for _, r := range table {
 		by := strings.Join(r.caught, ", ")
 		switch {
@@ -338,8 +340,9 @@ func TestMutants(t *testing.T) {
 		case by == "":
 			by = "NOTHING: survived"
 		}
-		fmt.Fprintf(&b, "%-62s %-28s %s\n", r.name, r.file, by)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.file, by)
 	}
+	tw.Flush()
 	t.Log("\n" + b.String())
 }
 
