@@ -24,7 +24,7 @@
 // per recorded unit across hosts and within one millisecond, and a collision
 // can never undercount. Small integers cost one or two bytes in a listpack:
 // a subject holding 100 entries measured 1,352 bytes with MEMORY USAGE on
-// Redis 7.0, against 5,168 for the common "<ms>-<random hex>" member. Above
+// Redis 7.0, against 5,192 for the common "<ms>-<random hex>" member. Above
 // zset-max-listpack-entries (128 by default) Redis converts the set to a
 // skiplist, about 100 bytes per entry. The key expires Window after its
 // newest entry.

@@ -3,6 +3,7 @@ package slidinglog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -345,5 +346,41 @@ func TestLocalDropsIdleSubjects(t *testing.T) {
 	}
 	if n := st.Subjects(); n > 1 {
 		t.Fatalf("%d subjects still stored two windows after they went idle, want only the live one", n)
+	}
+}
+
+// TestMemoryUsage measures what Redis holds for a subject with 100 entries
+// (limit 100/min, default prefix) on a real redis-server, next to the same
+// entries with the common "<ms>-<random hex>" member. Small integer members
+// keep the listpack near 12 bytes an entry.
+func TestMemoryUsage(t *testing.T) {
+	rdb := testredis.Start(t).Client(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	st, err := slidinglog.New(rdb, strategy.PerMinute(100), strategy.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if r, err := st.AllowN(ctx, "user:42", 1); err != nil || !r.Allowed {
+			t.Fatalf("request %d: %+v, %v", i, r, err)
+		}
+		clock.Advance(37 * time.Millisecond)
+	}
+	key := st.Key("user:42")
+	ours := rdb.MemoryUsage(ctx, key).Val()
+	enc := rdb.ObjectEncoding(ctx, key).Val()
+	naiveKey := key + ":naive"
+	for i := 0; i < 100; i++ {
+		ms := conformance.Epoch.UnixMilli() + int64(i)*37
+		member := fmt.Sprintf("%d-%016x", ms, uint64(i+1)*0x9E3779B97F4A7C15)
+		rdb.ZAdd(ctx, naiveKey, redis.Z{Score: float64(ms), Member: member})
+	}
+	naive := rdb.MemoryUsage(ctx, naiveKey).Val()
+	t.Logf("MEMORY USAGE with 100 entries: ours %d bytes (%s), naive \"<ms>-<hex>\" members %d bytes", ours, enc, naive)
+	if ours == 0 || ours > 1500 || enc != "listpack" {
+		t.Errorf("MEMORY USAGE %s = %d bytes, encoding %s; want <= 1500 bytes in a listpack", key, ours, enc)
+	}
+	if naive < 2*ours {
+		t.Errorf("naive members cost %d bytes, ours %d: want ours under half", naive, ours)
 	}
 }
