@@ -163,15 +163,20 @@ func boundaryBurst(lim strategy.Limit) [][]event {
 
 func burstThenSteady(lim strategy.Limit) [][]event {
 	w, l := lim.Window.Milliseconds(), lim.Limit
-	// A full burst from idle mid-window, then a steady stream at twice
-	// the limit's rate for three windows.
-	start := w / 2
-	ev := repeat(start, l)
-	step := max(w/(2*l), 1)
-	for t := start + step; t <= start+3*w; t += step {
-		ev = append(ev, t)
+	// A full burst from idle, then a steady stream at twice the limit's
+	// rate for three windows; the burst mid-window, and in the last ms of
+	// a window (what an estimate weighting the previous window by the time
+	// left of the current one undercounts most).
+	var out [][]event
+	for _, start := range []int64{w / 2, w - 1} {
+		ev := repeat(start, l)
+		step := max(w/(2*l), 1)
+		for t := start + step; t <= start+3*w; t += step {
+			ev = append(ev, t)
+		}
+		out = append(out, ev)
 	}
-	return [][]event{ev}
+	return out
 }
 
 func repeat(t event, n int64) []event {

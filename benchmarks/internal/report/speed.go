@@ -153,17 +153,18 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 	sliceDur = max(sliceDur, 5*time.Millisecond)
 	r.Workload.SliceMillis = sliceDur.Milliseconds()
 
-	// Warm up: load every script, open the connections, and learn which
+	// Warm up at the highest concurrency: load every script, open every
+	// connection (a new one costs a handshake of its own), and learn which
 	// targets fail on this backend before measuring anything.
 	for i, d := range deciders {
 		if d == nil {
 			continue
 		}
 		fmt.Fprintf(o.Progress, "\rwarming up %-32s", ts[i].Name)
-		slice(ctx, d, subjects, min(8, maxConc), min(sliceDur, 200*time.Millisecond), 1, ws)
+		slice(ctx, d, subjects, maxConc, min(sliceDur, 200*time.Millisecond), 1, ws)
 		var errs int64
 		var first error
-		for _, w := range ws[:min(8, maxConc)] {
+		for _, w := range ws[:maxConc] {
 			errs += w.errs
 			if first == nil {
 				first = w.err
