@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,14 +165,14 @@ func boundaryBurst(lim strategy.Limit) [][]event {
 func burstThenSteady(lim strategy.Limit) [][]event {
 	w, l := lim.Window.Milliseconds(), lim.Limit
 	// A full burst from idle, then a steady stream at twice the limit's
-	// rate for three windows; the burst mid-window, and in the last ms of
+	// rate for two windows; the burst mid-window, and in the last ms of
 	// a window (what an estimate weighting the previous window by the time
 	// left of the current one undercounts most).
 	var out [][]event
 	for _, start := range []int64{w / 2, w - 1} {
 		ev := repeat(start, l)
 		step := max(w/(2*l), 1)
-		for t := start + step; t <= start+3*w; t += step {
+		for t := start + step; t <= start+2*w; t += step {
 			ev = append(ev, t)
 		}
 		out = append(out, ev)
@@ -203,24 +204,34 @@ func runPrecision(ctx context.Context, o Options, ts []targets.Target, r *Report
 	if o.Limit.Limit == 0 {
 		return
 	}
+	// Each probe has its own miniredis and clock: run them side by side.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, t := range ts {
 		row := &r.Rows[i]
 		if t.Kind == targets.Floor || t.Kind == targets.Facade {
 			continue
 		}
-		fmt.Fprintf(o.Progress, "\rprecision %-40s", t.Name)
-		pb, err := precision(ctx, t, o.Limit, boundaryBurst(o.Limit))
-		if err != nil {
-			row.PrecisionNote = "n/a: " + err.Error()
-			continue
-		}
-		ps, err := precision(ctx, t, o.Limit, burstThenSteady(o.Limit))
-		if err != nil {
-			row.PrecisionNote = "n/a: " + err.Error()
-			continue
-		}
-		row.PrecisionBoundary, row.PrecisionBurstSteady = &pb, &ps
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pb, err := precision(ctx, t, o.Limit, boundaryBurst(o.Limit))
+			if err != nil {
+				row.PrecisionNote = "n/a: " + err.Error()
+				return
+			}
+			ps, err := precision(ctx, t, o.Limit, burstThenSteady(o.Limit))
+			if err != nil {
+				row.PrecisionNote = "n/a: " + err.Error()
+				return
+			}
+			row.PrecisionBoundary, row.PrecisionBurstSteady = &pb, &ps
+		}()
 	}
+	fmt.Fprintf(o.Progress, "\rprecision probes%40s", "")
+	wg.Wait()
 }
 
 // precision runs each schedule on a fresh embedded miniredis whose time is
