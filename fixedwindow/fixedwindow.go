@@ -3,7 +3,6 @@ package fixedwindow
 import (
 	"context"
 	_ "embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,9 +21,7 @@ var script = redis.NewScript(scriptSrc)
 
 // Limiter is the fixed window on Redis. It is safe for concurrent use.
 type Limiter struct {
-	rdb  redis.Scripter
-	lim  strategy.Limit
-	opts strategy.Options
+	b redisx.Base
 	// the script's constant arguments, boxed once rather than per call
 	limitArg, windowArg any
 }
@@ -38,59 +35,28 @@ var (
 // (a *redis.Client, *redis.ClusterClient or *redis.Ring). lim.Burst is
 // ignored. It fails when lim or an option is invalid.
 func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: fixedwindow: redis client is nil", strategy.ErrInvalidOption)
-	}
-	o, err := setup(lim, opts)
+	b, err := redisx.NewBase("fixedwindow", Tag, rdb, lim, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{rdb: rdb, lim: lim, opts: o, limitArg: lim.Limit, windowArg: lim.Window.Milliseconds()}, nil
-}
-
-func setup(lim strategy.Limit, opts []strategy.Option) (strategy.Options, error) {
-	if err := lim.Validate(); err != nil {
-		return strategy.Options{}, fmt.Errorf("fixedwindow: %w", err)
-	}
-	o := strategy.Apply(opts)
-	if o.Err != nil {
-		return o, fmt.Errorf("fixedwindow: %w", o.Err)
-	}
-	return o, nil
+	return &Limiter{b: b, limitArg: lim.Limit, windowArg: lim.Window.Milliseconds()}, nil
 }
 
 // Limit returns the limit the strategy enforces.
-func (l *Limiter) Limit() strategy.Limit { return l.lim }
+func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
 
 // Key returns the Redis key that holds key's counter.
-func (l *Limiter) Key(key string) string {
-	return strategy.KeyFor(l.opts.Prefix, Tag, key, strategy.NoShard)
-}
+func (l *Limiter) Key(key string) string { return l.b.Key(key) }
 
 // AllowN counts n units for key if the units already counted in the current
 // window plus n do not exceed the limit, in one script run.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	if err := strategy.ValidateKey(key); err != nil {
+	k, err := l.b.KeyN(ctx, key, n)
+	if err != nil {
 		return strategy.Result{}, err
 	}
-	if err := strategy.ValidateCost(n); err != nil {
-		return strategy.Result{}, err
-	}
-	k := strategy.KeyFor(l.opts.Prefix, Tag, key, keys.Shard(ctx))
-	return redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit,
-		l.limitArg, l.windowArg, n, l.nowArg())
-}
-
-// serverTime is redisx.ServerTime, boxed once.
-var serverTime any = redisx.ServerTime
-
-// nowArg is the script's "now" argument: the client clock's time, or
-// ServerTime to read the server's.
-func (l *Limiter) nowArg() any {
-	if l.opts.Clock == nil {
-		return serverTime
-	}
-	return redisx.NowArg(l.opts.Clock)
+	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
+		l.limitArg, l.windowArg, n, l.b.Now())
 }
 
 // Peek reports key's state now without counting anything or writing to
@@ -100,12 +66,7 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 }
 
 // Reset deletes key's counter.
-func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if err := strategy.ValidateKey(key); err != nil {
-		return err
-	}
-	return redisx.Del(ctx, l.rdb, strategy.KeyFor(l.opts.Prefix, Tag, key, keys.Shard(ctx)))
-}
+func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
 
 // ShardAware marks the Limiter as honouring the shard index that the
 // sharded wrapper passes. It does nothing.

@@ -2,8 +2,6 @@ package fixedwindow
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/localstore"
@@ -15,10 +13,8 @@ import (
 // clock, kept in this process only. It is safe for concurrent use. A
 // subject's state is dropped when its window ends.
 type Local struct {
-	lim      strategy.Limit
-	clock    strategy.Clock
+	t        localstore.Twin[counter]
 	windowMs int64
-	store    *localstore.Store[counter]
 }
 
 var (
@@ -35,40 +31,34 @@ type counter struct {
 // NewLocal returns the in-process twin of New. lim.Burst is ignored. Of the
 // options, only WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := setup(lim, opts)
+	o, err := redisx.Setup("fixedwindow", lim, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := o.Clock
-	if c == nil {
-		c = strategy.ClockFunc(time.Now)
-	}
 	w := lim.Window.Milliseconds()
-	return &Local{lim: lim, clock: c, windowMs: w, store: localstore.New[counter](w)}, nil
+	return &Local{t: localstore.NewTwin[counter](lim, o, w), windowMs: w}, nil
 }
 
 // Limit returns the limit the strategy enforces.
-func (l *Local) Limit() strategy.Limit { return l.lim }
+func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
 // AllowN counts n units for key if the units already counted in the current
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	if err := strategy.ValidateKey(key); err != nil {
+	sk, err := l.t.KeyN(ctx, key, n)
+	if err != nil {
 		return strategy.Result{}, err
 	}
-	if err := strategy.ValidateCost(n); err != nil {
+	now, err := l.t.Begin(ctx)
+	if err != nil {
 		return strategy.Result{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-	}
-	now := l.clock.Now().UnixMilli()
-	limit, window := l.lim.Limit, l.windowMs
+	limit, window := l.t.Lim.Limit, l.windowMs
 	idx := floorDiv(now, window)
 	end := (idx + 1) * window
 	left := end - now
 	var res strategy.Result
-	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(c *counter) int64 {
+	l.t.Store.Do(sk, now, func(c *counter) int64 {
 		var count int64
 		if c.idx == idx {
 			count = c.count
@@ -112,17 +102,11 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 }
 
 // Reset forgets key.
-func (l *Local) Reset(ctx context.Context, key string) error {
-	if err := strategy.ValidateKey(key); err != nil {
-		return err
-	}
-	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
-	return nil
-}
+func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
 
 // ShardAware marks the Local as honouring the shard index that the sharded
 // wrapper passes. It does nothing.
 func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
-func (l *Local) Subjects() int { return l.store.Len() }
+func (l *Local) Subjects() int { return l.t.Subjects() }

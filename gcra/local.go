@@ -2,8 +2,6 @@ package gcra
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/localstore"
@@ -16,10 +14,8 @@ import (
 // subject costs a small fixed amount (two int64 and the map entry) and is
 // dropped once its theoretical arrival time has passed.
 type Local struct {
-	lim   strategy.Limit
-	clock strategy.Clock
-	sc    scale
-	store *localstore.Store[tat]
+	t  localstore.Twin[tat]
+	sc scale
 }
 
 var (
@@ -36,38 +32,36 @@ type tat struct {
 // NewLocal returns the in-process twin of New. Of the options, only
 // WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, sc, err := setup(lim, opts)
+	o, err := redisx.Setup("gcra", lim, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := o.Clock
-	if c == nil {
-		c = strategy.ClockFunc(time.Now)
+	sc, err := newScale(lim)
+	if err != nil {
+		return nil, err
 	}
-	return &Local{lim: lim, clock: c, sc: sc, store: localstore.New[tat](lim.Window.Milliseconds())}, nil
+	return &Local{t: localstore.NewTwin[tat](lim, o, lim.Window.Milliseconds()), sc: sc}, nil
 }
 
 // Limit returns the limit the strategy enforces.
-func (l *Local) Limit() strategy.Limit { return l.lim }
+func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
 // AllowN lets key spend n units if its theoretical arrival time, moved by n
 // emission intervals, stays within the capacity of now.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	if err := strategy.ValidateKey(key); err != nil {
-		return strategy.Result{}, err
-	}
-	if err := strategy.ValidateCost(n); err != nil {
+	sk, err := l.t.KeyN(ctx, key, n)
+	if err != nil {
 		return strategy.Result{}, err
 	}
 	if l.sc.denyAll() {
-		return denyAll(ctx)
+		return redisx.DenyAll(ctx)
 	}
-	if err := ctx.Err(); err != nil {
-		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	now, err := l.t.Begin(ctx)
+	if err != nil {
+		return strategy.Result{}, err
 	}
-	now := l.clock.Now().UnixMilli()
 	var res strategy.Result
-	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(v *tat) int64 {
+	l.t.Store.Do(sk, now, func(v *tat) int64 {
 		var expires int64
 		res, expires = l.sc.decide(v, now, n)
 		return expires
@@ -117,17 +111,11 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 }
 
 // Reset forgets key: the subject starts again with full capacity.
-func (l *Local) Reset(ctx context.Context, key string) error {
-	if err := strategy.ValidateKey(key); err != nil {
-		return err
-	}
-	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
-	return nil
-}
+func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
 
 // ShardAware marks the Local as honouring the shard index that the sharded
 // wrapper passes. It does nothing.
 func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
-func (l *Local) Subjects() int { return l.store.Len() }
+func (l *Local) Subjects() int { return l.t.Subjects() }

@@ -38,16 +38,16 @@ var mutants = []mutant{
 		name: "sliding log: check then act in two round trips",
 		file: "slidinglog/slidinglog.go",
 		edits: []edit{{
-			old: `	return redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit,
-		l.lim.Limit, l.windowMs, n, l.mod, redisx.NowArg(l.opts.Clock))`,
-			new: `	now := redisx.NowArg(l.opts.Clock)
+			old: `	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
+		l.b.Lim.Limit, l.windowMs, n, l.mod, l.b.Now())`,
+			new: `	now := l.b.Now()
 	// MUTANT: count in one script run, record in another
-	chk, err := redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit, l.lim.Limit, l.windowMs, 0, l.mod, now)
-	if err != nil || n == 0 || n > l.lim.Limit || chk.Remaining < n {
-		return redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit, l.lim.Limit, l.windowMs, n, l.mod, now)
+	chk, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, 0, l.mod, now)
+	if err != nil || n == 0 || n > l.b.Lim.Limit || chk.Remaining < n {
+		return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, n, l.mod, now)
 	}
-	res, err := redisx.Decision(ctx, l.rdb, script, k, l.lim.Limit, strategy.MaxUnits, l.windowMs, n, l.mod, now)
-	res.Limit, res.Remaining = l.lim.Limit, chk.Remaining-n
+	res, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, strategy.MaxUnits, l.windowMs, n, l.mod, now)
+	res.Limit, res.Remaining = l.b.Lim.Limit, chk.Remaining-n
 	return res, err`,
 		}},
 		subjects: "slidinglog", backends: "redis",
@@ -227,8 +227,8 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	},
 	{
 		name:     "gcra: emission interval truncated to whole ms",
-		file:     "gcra/gcra.go",
-		edits:    []edit{{old: `s := scale{lp: lim.Limit / g, wp: w / g, capacity: lim.Capacity()}`, new: `s := scale{lp: g / g, wp: w / lim.Limit, capacity: lim.Capacity()}`}},
+		file:     "internal/exact/exact.go",
+		edits:    []edit{{old: `s := Scale{LP: lim.Limit / g, WP: w / g, Capacity: lim.Capacity()}`, new: `s := Scale{LP: g / g, WP: w / lim.Limit, Capacity: lim.Capacity()}`}},
 		subjects: "gcra", backends: "redis|local",
 	},
 	{

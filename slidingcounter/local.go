@@ -2,8 +2,6 @@ package slidingcounter
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/localstore"
@@ -16,10 +14,8 @@ import (
 // subject's state is dropped when the window after its last recorded one
 // ends.
 type Local struct {
-	lim      strategy.Limit
-	clock    strategy.Clock
+	t        localstore.Twin[counts]
 	windowMs int64
-	store    *localstore.Store[counts]
 }
 
 var (
@@ -39,39 +35,33 @@ type counts struct {
 // options, only WithClock matters; the default clock is time.Now. It fails
 // as New does.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := setup(lim, opts)
+	o, err := redisx.Setup("slidingcounter", lim, opts, checkProduct)
 	if err != nil {
 		return nil, err
 	}
-	c := o.Clock
-	if c == nil {
-		c = strategy.ClockFunc(time.Now)
-	}
 	w := lim.Window.Milliseconds()
-	return &Local{lim: lim, clock: c, windowMs: w, store: localstore.New[counts](w)}, nil
+	return &Local{t: localstore.NewTwin[counts](lim, o, w), windowMs: w}, nil
 }
 
 // Limit returns the limit the strategy enforces.
-func (l *Local) Limit() strategy.Limit { return l.lim }
+func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
 // AllowN records n units for key if the estimated units in the sliding
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	if err := strategy.ValidateKey(key); err != nil {
+	sk, err := l.t.KeyN(ctx, key, n)
+	if err != nil {
 		return strategy.Result{}, err
 	}
-	if err := strategy.ValidateCost(n); err != nil {
+	now, err := l.t.Begin(ctx)
+	if err != nil {
 		return strategy.Result{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-	}
-	now := l.clock.Now().UnixMilli()
-	limit, w := l.lim.Limit, l.windowMs
+	limit, w := l.t.Lim.Limit, l.windowMs
 	idx := floorDiv(now, w)
 	elapsed := now - idx*w
 	var res strategy.Result
-	l.store.Do(localstore.Key{Subject: key, Shard: keys.Shard(ctx)}, now, func(s *counts) int64 {
+	l.t.Store.Do(sk, now, func(s *counts) int64 {
 		var curr, prev int64
 		switch s.idx {
 		case idx:
@@ -132,17 +122,11 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 }
 
 // Reset forgets key.
-func (l *Local) Reset(ctx context.Context, key string) error {
-	if err := strategy.ValidateKey(key); err != nil {
-		return err
-	}
-	l.store.Delete(localstore.Key{Subject: key, Shard: keys.Shard(ctx)})
-	return nil
-}
+func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
 
 // ShardAware marks the Local as honouring the shard index that the sharded
 // wrapper passes. It does nothing.
 func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
-func (l *Local) Subjects() int { return l.store.Len() }
+func (l *Local) Subjects() int { return l.t.Subjects() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -91,4 +92,90 @@ func Del(ctx context.Context, rdb redis.Scripter, keys ...string) error {
 		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
 	return nil
+}
+
+// Setup validates lim, runs checks on it (a strategy's own bounds), then
+// applies opts: the order in which each constructor reports a bad input.
+// Errors are prefixed with "<pkg>: ".
+func Setup(pkg string, lim strategy.Limit, opts []strategy.Option, checks ...func(strategy.Limit) error) (strategy.Options, error) {
+	if err := lim.Validate(); err != nil {
+		return strategy.Options{}, fmt.Errorf("%s: %w", pkg, err)
+	}
+	for _, check := range checks {
+		if err := check(lim); err != nil {
+			return strategy.Options{}, fmt.Errorf("%s: %w", pkg, err)
+		}
+	}
+	o := strategy.Apply(opts)
+	if o.Err != nil {
+		return o, fmt.Errorf("%s: %w", pkg, o.Err)
+	}
+	return o, nil
+}
+
+// Base is the plumbing every Redis strategy shares: the client, the limit,
+// the options and the algorithm's key tag. A strategy's Limiter holds one
+// and delegates its exported methods to it. It is safe for concurrent use.
+type Base struct {
+	RDB  redis.Scripter
+	Lim  strategy.Limit
+	Opts strategy.Options
+	Tag  string
+}
+
+// NewBase checks rdb, then runs Setup. Errors are prefixed with "<pkg>: ".
+func NewBase(pkg, tag string, rdb redis.Scripter, lim strategy.Limit, opts []strategy.Option, checks ...func(strategy.Limit) error) (Base, error) {
+	if rdb == nil {
+		return Base{}, fmt.Errorf("%w: %s: redis client is nil", strategy.ErrInvalidOption, pkg)
+	}
+	o, err := Setup(pkg, lim, opts, checks...)
+	if err != nil {
+		return Base{}, err
+	}
+	return Base{RDB: rdb, Lim: lim, Opts: o, Tag: tag}, nil
+}
+
+// Key returns the Redis key of subject, unsharded.
+func (b *Base) Key(subject string) string {
+	return strategy.KeyFor(b.Opts.Prefix, b.Tag, subject, strategy.NoShard)
+}
+
+// KeyN validates subject and the cost n, and returns the Redis key of
+// subject on the shard that ctx carries.
+func (b *Base) KeyN(ctx context.Context, subject string, n int64) (string, error) {
+	if err := strategy.ValidateKey(subject); err != nil {
+		return "", err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return "", err
+	}
+	return strategy.KeyFor(b.Opts.Prefix, b.Tag, subject, keys.Shard(ctx)), nil
+}
+
+// serverTime is ServerTime, boxed once.
+var serverTime any = ServerTime
+
+// Now is the script's "now" argument: the client clock's time in Unix
+// milliseconds, or ServerTime (boxed once) to read the server's.
+func (b *Base) Now() any {
+	if b.Opts.Clock == nil {
+		return serverTime
+	}
+	return NowArg(b.Opts.Clock)
+}
+
+// Reset deletes the key of subject on the shard that ctx carries.
+func (b *Base) Reset(ctx context.Context, subject string) error {
+	if err := strategy.ValidateKey(subject); err != nil {
+		return err
+	}
+	return Del(ctx, b.RDB, strategy.KeyFor(b.Opts.Prefix, b.Tag, subject, keys.Shard(ctx)))
+}
+
+// DenyAll is the decision of a Limit of 0: nothing ever passes.
+func DenyAll(ctx context.Context) (strategy.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	return ResultOf(false, 0, 0, -1, 0), nil
 }

@@ -1,0 +1,62 @@
+package localstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Twin is the plumbing every local twin shares: the limit, the clock and
+// the store of V. A strategy's Local holds one and delegates its exported
+// methods to it. It is safe for concurrent use.
+type Twin[V any] struct {
+	Lim   strategy.Limit
+	Clock strategy.Clock
+	Store *Store[V]
+}
+
+// NewTwin returns a Twin on o's clock, time.Now when o has none, whose store
+// sweeps every sweepMs milliseconds.
+func NewTwin[V any](lim strategy.Limit, o strategy.Options, sweepMs int64) Twin[V] {
+	c := o.Clock
+	if c == nil {
+		c = strategy.ClockFunc(time.Now)
+	}
+	return Twin[V]{Lim: lim, Clock: c, Store: New[V](sweepMs)}
+}
+
+// KeyN validates subject and the cost n, and returns the store key of
+// subject on the shard that ctx carries.
+func (t *Twin[V]) KeyN(ctx context.Context, subject string, n int64) (Key, error) {
+	if err := strategy.ValidateKey(subject); err != nil {
+		return Key{}, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return Key{}, err
+	}
+	return Key{Subject: subject, Shard: keys.Shard(ctx)}, nil
+}
+
+// Begin fails, wrapping strategy.ErrBackend, when ctx is done; otherwise it
+// returns the clock's time in Unix milliseconds.
+func (t *Twin[V]) Begin(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	return t.Clock.Now().UnixMilli(), nil
+}
+
+// Reset forgets subject on the shard that ctx carries.
+func (t *Twin[V]) Reset(ctx context.Context, subject string) error {
+	if err := strategy.ValidateKey(subject); err != nil {
+		return err
+	}
+	t.Store.Delete(Key{Subject: subject, Shard: keys.Shard(ctx)})
+	return nil
+}
+
+// Subjects returns how many subjects the twin holds state for.
+func (t *Twin[V]) Subjects() int { return t.Store.Len() }
