@@ -130,7 +130,7 @@ func mustBreaker(t testing.TB, failures int, cooldown time.Duration) *ratelimit.
 var failurePolicies = []ratelimit.FailurePolicy{ratelimit.FailOpen, ratelimit.FailClosed, ratelimit.FailLocal}
 
 func TestFailureConfigValidates(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	valid := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 10, Window: time.Second}
 	for _, c := range []struct {
 		name string
@@ -269,7 +269,7 @@ func TestBadInputTouchesNothing(t *testing.T) {
 // newFlaky returns a limiter on a miniredis behind a flaky Scripter.
 func newFlaky(t *testing.T, cfg ratelimit.Config, opts ...ratelimit.Option) (*ratelimit.Limiter, *flaky, *decisionLog) {
 	t.Helper()
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	f := &flaky{Scripter: rdb}
 	rec := &decisionLog{}
 	l, err := ratelimit.New(f, cfg, append([]ratelimit.Option{ratelimit.WithObserver(rec)}, opts...)...)
@@ -556,7 +556,7 @@ func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 // spares the other its timeouts.
 func TestBreakerShared(t *testing.T) {
 	ctx := context.Background()
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	f := &flaky{Scripter: rdb}
 	b := mustBreaker(t, 2, time.Hour)
 	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, Timeout: 10 * time.Second}
@@ -662,7 +662,7 @@ func TestDenyCacheNeverDeniesWhatRedisAllows(t *testing.T) {
 
 func TestDenyCacheResetAndBound(t *testing.T) {
 	ctx := context.Background()
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	var sent cmdCounter
 	rdb.AddHook(&sent)
 	clock := conformance.NewClock(conformance.Epoch)

@@ -162,7 +162,7 @@ func TestParsePoliciesInsideALargerConfig(t *testing.T) {
 func TestSetGivesEachPolicyItsOwnKeys(t *testing.T) {
 	for _, a := range ratelimit.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
-			mr, rdb := miniClient(t)
+			mr, rdb := conformance.Miniredis(t)
 			clock := conformance.NewClock(conformance.Epoch)
 			obs := &recorder{}
 			p := ratelimit.Policies{
@@ -239,7 +239,7 @@ func (r *recorder) Observe(_ context.Context, d ratelimit.Decision) {
 // Swapping an endpoint's algorithm is a config change: the new limiter
 // works on the same Redis, policy and subject, without WRONGTYPE.
 func TestSetSwapAlgorithm(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	ctx := context.Background()
 	algs := ratelimit.Algorithms()
@@ -265,7 +265,7 @@ func TestSetSwapAlgorithm(t *testing.T) {
 }
 
 func TestSetErrors(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	a := ratelimit.Algorithms()[0]
 	valid := ratelimit.Config{Algorithm: a, Limit: 1, Window: time.Second}
 	for _, c := range []struct {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
@@ -16,16 +15,8 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
 func TestNewValidates(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	valid := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 10, Window: time.Second}
 	for _, c := range []struct {
 		name  string
@@ -71,7 +62,7 @@ func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
 				if local {
 					l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
 				} else {
-					_, rdb := miniClient(t)
+					_, rdb := conformance.Miniredis(t)
 					l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
 				}
 				if err != nil {
@@ -107,7 +98,7 @@ func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
 // Switching an endpoint's algorithm on the same prefix and subject must never
 // meet the old algorithm's key (WRONGTYPE): every pair, both orders.
 func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	srv := testredis.Shared(t)
 	real := srv.Client(t)
 	ctx := context.Background()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/fixedwindow"
@@ -23,29 +22,16 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func miniClient(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
-func realClient(t testing.TB) *redis.Client {
-	t.Helper()
-	return testredis.Shared(t).Client(t)
-}
-
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := miniClient(t)
+			_, rdb := conformance.Miniredis(t)
 			return fixedwindow.New(rdb, lim, strategy.WithClock(c))
 		}})
 	})
 	t.Run("redis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return fixedwindow.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+			return fixedwindow.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
 		}})
 	})
 	t.Run("local", func(t *testing.T) {
@@ -57,7 +43,7 @@ func TestConformance(t *testing.T) {
 
 func TestDifferential(t *testing.T) {
 	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		r, err := fixedwindow.New(rdb, lim, strategy.WithClock(c))
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +67,7 @@ func TestDifferentialClockJumps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	lim := strategy.Limit{Limit: 4, Window: w * time.Millisecond}
 	clock := conformance.NewClock(conformance.Epoch)
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	r, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock))
 	l, _ := fixedwindow.NewLocal(lim, strategy.WithClock(clock))
 	latest := conformance.Epoch.UnixMilli()
@@ -132,10 +118,10 @@ func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) 
 	var err error
 	switch name {
 	case "miniredis":
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		st, err = fixedwindow.New(rdb, lim, strategy.WithClock(clock))
 	case "redis":
-		st, err = fixedwindow.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		st, err = fixedwindow.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	case "local":
 		st, err = fixedwindow.NewLocal(lim, strategy.WithClock(clock))
 	}
@@ -323,7 +309,7 @@ func TestLargeCounts(t *testing.T) {
 }
 
 func TestServerTime(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, err := fixedwindow.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +335,7 @@ func TestTTL(t *testing.T) {
 	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 	lim := strategy.PerSecond(5)
 	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := miniClient(t)
+		mr, rdb := conformance.Miniredis(t)
 		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock))
 		allow(t, st, "k", 1)
 		if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
@@ -365,7 +351,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 		allow(t, st, "k", 1)
 		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 750*time.Millisecond {
@@ -379,7 +365,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis server time", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
 		r := allow(t, st, "k", 1)
 		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
@@ -394,7 +380,7 @@ func TestTTL(t *testing.T) {
 // deadline is the same); miniredis's TTL, moved with FastForward alone,
 // shows which path ran.
 func TestLaterWritesKeepTheTTL(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 	st, _ := fixedwindow.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
 	allow(t, st, "k", 1)
@@ -411,7 +397,7 @@ func TestLaterWritesKeepTheTTL(t *testing.T) {
 }
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	st, _ := fixedwindow.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
 	if _, err := st.Peek(ctx, "never-seen"); err != nil {
@@ -441,7 +427,7 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
 	for subject, want := range map[string]string{
 		"user:42":   "app:fw:{user:42}",
@@ -462,7 +448,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	for _, c := range []struct {
 		name  string
 		lim   strategy.Limit

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/gcra"
@@ -26,29 +25,16 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
-func realClient(t *testing.T) *redis.Client {
-	t.Helper()
-	return testredis.Shared(t).Client(t)
-}
-
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := miniClient(t)
+			_, rdb := conformance.Miniredis(t)
 			return gcra.New(rdb, lim, strategy.WithClock(c))
 		}})
 	})
 	t.Run("redis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return gcra.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+			return gcra.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
 		}})
 	})
 	t.Run("local", func(t *testing.T) {
@@ -60,7 +46,7 @@ func TestConformance(t *testing.T) {
 
 func TestDifferential(t *testing.T) {
 	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		r, err := gcra.New(rdb, lim, strategy.WithClock(c))
 		if err != nil {
 			t.Fatal(err)
@@ -91,10 +77,10 @@ func newBackend(t *testing.T, name string, lim strategy.Limit, clock strategy.Cl
 	var err error
 	switch name {
 	case "miniredis":
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		st, err = gcra.New(rdb, lim, strategy.WithClock(clock))
 	case "redis":
-		st, err = gcra.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		st, err = gcra.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	case "local":
 		st, err = gcra.NewLocal(lim, strategy.WithClock(clock))
 	default:
@@ -141,7 +127,7 @@ func TestEmissionInterval(t *testing.T) {
 
 func TestServerTime(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
-		st, err := gcra.New(realClient(t), strategy.PerMinute(2), strategy.WithPrefix(testredis.Prefix(t)))
+		st, err := gcra.New(conformance.RealRedis(t), strategy.PerMinute(2), strategy.WithPrefix(testredis.Prefix(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +137,7 @@ func TestServerTime(t *testing.T) {
 			t.Fatalf("third request of 2/min by the server's TIME: %+v, want denied with RetryAfter in (25s, 30s]", r)
 		}
 	})
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, err := gcra.New(rdb, strategy.Limit{Limit: 3, Window: time.Second, Burst: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +159,7 @@ func TestServerTime(t *testing.T) {
 func TestTTL(t *testing.T) {
 	lim := strategy.Limit{Limit: 5, Window: time.Minute, Burst: 10} // a unit every 12s
 	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := miniClient(t)
+		mr, rdb := conformance.Miniredis(t)
 		st, _ := gcra.New(rdb, lim)
 		mr.SetTime(conformance.Epoch)
 		r, _ := st.AllowN(ctx, "k", 3)
@@ -190,7 +176,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := gcra.New(rdb, lim, strategy.WithPrefix(testredis.Prefix(t)))
 		r, _ := st.AllowN(ctx, "k", 3)
 		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 30*time.Second || ttl > r.ResetAfter || r.ResetAfter != 36*time.Second {
@@ -206,7 +192,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	st, _ := gcra.New(rdb, strategy.PerMinute(5), strategy.WithClock(clock))
 	if _, err := st.Peek(ctx, "never-seen"); err != nil {
@@ -257,9 +243,9 @@ func TestStoredValue(t *testing.T) {
 				var rdb *redis.Client
 				opts := []strategy.Option{strategy.WithClock(conformance.NewClock(conformance.Epoch))}
 				if backend == "miniredis" {
-					_, rdb = miniClient(t)
+					_, rdb = conformance.Miniredis(t)
 				} else {
-					rdb = realClient(t)
+					rdb = conformance.RealRedis(t)
 					opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
 				}
 				st, _ := gcra.New(rdb, c.lim, opts...)
@@ -280,7 +266,7 @@ func TestStoredValue(t *testing.T) {
 // (with another encoding of TAT) never errs and never makes a subject wait
 // longer than its full capacity takes to come back.
 func TestLimitChange(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	fractional, _ := gcra.New(rdb, strategy.PerSecond(3), strategy.WithClock(clock))
 	whole, _ := gcra.New(rdb, strategy.PerMinute(100), strategy.WithClock(clock))
@@ -298,7 +284,7 @@ func TestLimitChange(t *testing.T) {
 
 // TestMemoryUsage measures what one subject costs on a real Redis.
 func TestMemoryUsage(t *testing.T) {
-	rdb := realClient(t)
+	rdb := conformance.RealRedis(t)
 	st, _ := gcra.New(rdb, strategy.PerMinute(100))
 	key := st.Key("user:42")
 	if err := st.Reset(ctx, "user:42"); err != nil {
@@ -325,7 +311,7 @@ func TestMemoryUsage(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	st, _ := gcra.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
 	for subject, want := range map[string]string{
 		"user:42":   "app:gcra:{user:42}",
@@ -342,7 +328,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	for _, c := range []struct {
 		name  string
 		lim   strategy.Limit

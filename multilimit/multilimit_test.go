@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
@@ -24,19 +23,6 @@ import (
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
-
-func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
-func realClient(t *testing.T) *redis.Client {
-	t.Helper()
-	return testredis.Shared(t).Client(t)
-}
 
 // multi is what both Limiter and Local offer.
 type multi interface {
@@ -77,10 +63,10 @@ func build(t *testing.T, backend string, rules []multilimit.Rule, clock strategy
 	t.Helper()
 	switch backend {
 	case "miniredis":
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		return multilimit.New(rdb, rules, strategy.WithClock(clock))
 	case "redis":
-		return multilimit.New(realClient(t), rules, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		return multilimit.New(conformance.RealRedis(t), rules, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	case "local":
 		return multilimit.NewLocal(rules, strategy.WithClock(clock))
 	}
@@ -356,7 +342,7 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 }
 
 func TestServerTime(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	m, err := multilimit.New(rdb, []multilimit.Rule{
 		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(1)},
 		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(2)},
@@ -392,7 +378,7 @@ func TestTTL(t *testing.T) {
 		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(50)},
 	}
 	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := miniClient(t)
+		mr, rdb := conformance.Miniredis(t)
 		clock := conformance.NewClock(conformance.Epoch.Add(15 * time.Second))
 		m, _ := multilimit.New(rdb, rules, strategy.WithClock(clock))
 		if r, _ := m.AllowN(ctx, "k", 1); !r.Allowed {
@@ -411,7 +397,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		m, _ := multilimit.New(rdb, rules, strategy.WithPrefix(testredis.Prefix(t)))
 		if r, _ := m.AllowN(ctx, "k", 1); !r.Allowed {
 			t.Fatal("first request denied")
@@ -431,7 +417,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	m, _ := multilimit.New(rdb, []multilimit.Rule{
 		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(5)},
 		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(0)},
@@ -448,7 +434,7 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	m, _ := multilimit.New(rdb, []multilimit.Rule{
 		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(1000)},
 		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(10)},
@@ -464,7 +450,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	ok := multilimit.Rule{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(1)}
 	many := make([]multilimit.Rule, multilimit.MaxRules+1)
 	for i := range many {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
@@ -24,14 +23,6 @@ import (
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
-
-func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
 
 // localLog builds sliding-log local twins on clock.
 func localLog(clock strategy.Clock) func(strategy.Limit) (strategy.Strategy, error) {
@@ -214,7 +205,7 @@ func TestConformance(t *testing.T) {
 // TestKeys checks the key of each shard on miniredis, and that no subject,
 // sharded or not, can reach another's key, whatever bytes it holds.
 func TestKeys(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	build := func(l strategy.Limit) (strategy.Strategy, error) {
 		return slidinglog.New(rdb, l, strategy.WithClock(clock))
@@ -267,7 +258,7 @@ func TestKeys(t *testing.T) {
 // TestNested wraps a sharded limiter in another: the 4 inner shards of a
 // subject have 4 distinct keys.
 func TestNested(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	outer := mustNew(t, 2, strategy.PerMinute(8), func(lim strategy.Limit) (strategy.Strategy, error) {
 		return New(2, lim, func(lim strategy.Limit) (strategy.Strategy, error) {
@@ -518,7 +509,7 @@ func TestNeverAboveTheLimit(t *testing.T) {
 	}{
 		{"local", func(t *testing.T) func(strategy.Limit) (strategy.Strategy, error) { return localLog(frozen) }},
 		{"miniredis", func(t *testing.T) func(strategy.Limit) (strategy.Strategy, error) {
-			_, rdb := miniClient(t)
+			_, rdb := conformance.Miniredis(t)
 			return func(l strategy.Limit) (strategy.Strategy, error) {
 				return slidinglog.New(rdb, l, strategy.WithClock(frozen))
 			}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
@@ -23,29 +22,16 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func miniClient(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
-func realClient(t testing.TB) *redis.Client {
-	t.Helper()
-	return testredis.Shared(t).Client(t)
-}
-
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := miniClient(t)
+			_, rdb := conformance.Miniredis(t)
 			return slidingcounter.New(rdb, lim, strategy.WithClock(c))
 		}})
 	})
 	t.Run("redis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return slidingcounter.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+			return slidingcounter.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
 		}})
 	})
 	t.Run("local", func(t *testing.T) {
@@ -57,7 +43,7 @@ func TestConformance(t *testing.T) {
 
 func TestDifferential(t *testing.T) {
 	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		r, err := slidingcounter.New(rdb, lim, strategy.WithClock(c))
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +83,7 @@ func TestDifferentialClockJumps(t *testing.T) {
 	const w = 200
 	lim := strategy.Limit{Limit: 6, Window: w * time.Millisecond}
 	clock := conformance.NewClock(conformance.Epoch)
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	r, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock))
 	l, _ := slidingcounter.NewLocal(lim, strategy.WithClock(clock))
 	latest := clock.Now().UnixMilli()
@@ -121,9 +107,9 @@ func TestDifferentialLargeProduct(t *testing.T) {
 			var rdb redis.Scripter
 			opts := []strategy.Option{strategy.WithClock(clock)}
 			if name == "miniredis" {
-				_, rdb = miniClient(t)
+				_, rdb = conformance.Miniredis(t)
 			} else {
-				rdb = realClient(t)
+				rdb = conformance.RealRedis(t)
 				opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
 			}
 			r, err := slidingcounter.New(rdb, lim, opts...)
@@ -159,9 +145,9 @@ func TestLimitLowered(t *testing.T) {
 			opts := []strategy.Option{strategy.WithClock(clock)}
 			var rdb redis.Scripter
 			if name == "miniredis" {
-				_, rdb = miniClient(t)
+				_, rdb = conformance.Miniredis(t)
 			} else {
-				rdb = realClient(t)
+				rdb = conformance.RealRedis(t)
 				opts = append(opts, strategy.WithPrefix(testredis.Prefix(t)))
 			}
 			high, _ := slidingcounter.New(rdb, strategy.PerSecond(10), opts...)
@@ -203,10 +189,10 @@ func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) 
 	var err error
 	switch name {
 	case "miniredis":
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		st, err = slidingcounter.New(rdb, lim, strategy.WithClock(clock))
 	case "redis":
-		st, err = slidingcounter.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		st, err = slidingcounter.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	case "local":
 		st, err = slidingcounter.NewLocal(lim, strategy.WithClock(clock))
 	}
@@ -452,7 +438,7 @@ func TestErrorBoundRandom(t *testing.T) {
 }
 
 func TestServerTime(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, err := slidingcounter.New(rdb, strategy.PerSecond(2))
 	if err != nil {
 		t.Fatal(err)
@@ -482,7 +468,7 @@ func TestTTL(t *testing.T) {
 	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 	lim := strategy.PerSecond(5)
 	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := miniClient(t)
+		mr, rdb := conformance.Miniredis(t)
 		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock))
 		allow(t, st, "k", 1)
 		if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
@@ -498,7 +484,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 		allow(t, st, "k", 1)
 		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 1750*time.Millisecond {
@@ -512,7 +498,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis server time", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
 		r := allow(t, st, "k", 1)
 		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
@@ -527,7 +513,7 @@ func TestTTL(t *testing.T) {
 // deadline is the same); miniredis's TTL, moved with FastForward alone,
 // shows which path ran.
 func TestLaterWritesKeepTheTTL(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 	st, _ := slidingcounter.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
 	allow(t, st, "k", 1)
@@ -544,7 +530,7 @@ func TestLaterWritesKeepTheTTL(t *testing.T) {
 }
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
 	if _, err := st.Peek(ctx, "never-seen"); err != nil {
@@ -577,7 +563,7 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 // hand-set key) counts as no state, not as an error. ("12" is a valid
 // integer form, of window tag 0, which is not this window's or the last.)
 func TestForeignValue(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(conformance.NewClock(conformance.Epoch)))
 	for _, v := range []string{"garbage", "12", "1:2", "1:2:3:4", "-1:5:5", ""} {
 		mr.Set(st.Key("k"), v)
@@ -588,7 +574,7 @@ func TestForeignValue(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
 	for subject, want := range map[string]string{
 		"user:42":   "app:sc:{user:42}",
@@ -609,7 +595,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	for _, c := range []struct {
 		name  string
 		lim   strategy.Limit
@@ -694,7 +680,7 @@ func TestFormatsCarryOver(t *testing.T) {
 		from, to int64
 	}{{"integer to string", 100, big}, {"string to integer", big, 100}} {
 		t.Run(c.name, func(t *testing.T) {
-			mr, rdb := miniClient(t)
+			mr, rdb := conformance.Miniredis(t)
 			clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 			from, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.from, Window: time.Second}, strategy.WithClock(clock))
 			to, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.to, Window: time.Second}, strategy.WithClock(clock))

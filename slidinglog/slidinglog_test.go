@@ -24,29 +24,16 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
-func realClient(t *testing.T) *redis.Client {
-	t.Helper()
-	return testredis.Shared(t).Client(t)
-}
-
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := miniClient(t)
+			_, rdb := conformance.Miniredis(t)
 			return slidinglog.New(rdb, lim, strategy.WithClock(c))
 		}})
 	})
 	t.Run("redis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return slidinglog.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+			return slidinglog.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
 		}})
 	})
 	t.Run("local", func(t *testing.T) {
@@ -58,7 +45,7 @@ func TestConformance(t *testing.T) {
 
 func TestDifferential(t *testing.T) {
 	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		r, err := slidinglog.New(rdb, lim, strategy.WithClock(c))
 		if err != nil {
 			t.Fatal(err)
@@ -82,10 +69,10 @@ func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy
 			var err error
 			switch name {
 			case "miniredis":
-				_, rdb := miniClient(t)
+				_, rdb := conformance.Miniredis(t)
 				st, err = slidinglog.New(rdb, lim, strategy.WithClock(clock))
 			case "redis":
-				st, err = slidinglog.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+				st, err = slidinglog.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 			case "local":
 				st, err = slidinglog.NewLocal(lim, strategy.WithClock(clock))
 			}
@@ -221,7 +208,7 @@ func TestSameMillisecondBurst(t *testing.T) {
 }
 
 func TestServerTime(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, err := slidinglog.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +234,7 @@ func TestTTL(t *testing.T) {
 		}
 	}
 	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := miniClient(t)
+		mr, rdb := conformance.Miniredis(t)
 		st, _ := slidinglog.New(rdb, strategy.PerMinute(5))
 		st.AllowN(ctx, "k", 1)
 		check(t, mr.TTL(st.Key("k")))
@@ -257,7 +244,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := slidinglog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
 		st.AllowN(ctx, "k", 1)
 		check(t, rdb.PTTL(ctx, st.Key("k")).Val())
@@ -274,7 +261,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestPeekWritesNothing(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, _ := slidinglog.New(rdb, strategy.PerMinute(5))
 	if _, err := st.Peek(ctx, "never-seen"); err != nil {
 		t.Fatal(err)
@@ -285,7 +272,7 @@ func TestPeekWritesNothing(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	st, _ := slidinglog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
 	for subject, want := range map[string]string{
 		"user:42":   "app:sl:{user:42}",
@@ -302,7 +289,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	for _, c := range []struct {
 		name  string
 		lim   strategy.Limit

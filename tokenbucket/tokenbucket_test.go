@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
@@ -26,29 +25,16 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
-	t.Helper()
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	return mr, c
-}
-
-func realClient(t *testing.T) *redis.Client {
-	t.Helper()
-	return testredis.Shared(t).Client(t)
-}
-
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := miniClient(t)
+			_, rdb := conformance.Miniredis(t)
 			return tokenbucket.New(rdb, lim, strategy.WithClock(c))
 		}})
 	})
 	t.Run("redis", func(t *testing.T) {
 		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return tokenbucket.New(realClient(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
+			return tokenbucket.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
 		}})
 	})
 	t.Run("local", func(t *testing.T) {
@@ -60,7 +46,7 @@ func TestConformance(t *testing.T) {
 
 func TestDifferential(t *testing.T) {
 	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		r, err := tokenbucket.New(rdb, lim, strategy.WithClock(c))
 		if err != nil {
 			t.Fatal(err)
@@ -91,10 +77,10 @@ func newBackend(t *testing.T, name string, lim strategy.Limit, clock strategy.Cl
 	var err error
 	switch name {
 	case "miniredis":
-		_, rdb := miniClient(t)
+		_, rdb := conformance.Miniredis(t)
 		st, err = tokenbucket.New(rdb, lim, strategy.WithClock(clock))
 	case "redis":
-		st, err = tokenbucket.New(realClient(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+		st, err = tokenbucket.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	case "local":
 		st, err = tokenbucket.NewLocal(lim, strategy.WithClock(clock))
 	default:
@@ -141,7 +127,7 @@ func TestRefill(t *testing.T) {
 
 func TestServerTime(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
-		st, err := tokenbucket.New(realClient(t), strategy.PerMinute(2), strategy.WithPrefix(testredis.Prefix(t)))
+		st, err := tokenbucket.New(conformance.RealRedis(t), strategy.PerMinute(2), strategy.WithPrefix(testredis.Prefix(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +137,7 @@ func TestServerTime(t *testing.T) {
 			t.Fatalf("third request of 2/min by the server's TIME: %+v, want denied with RetryAfter in (25s, 30s]", r)
 		}
 	})
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	st, err := tokenbucket.New(rdb, strategy.Limit{Limit: 3, Window: time.Second, Burst: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +159,7 @@ func TestServerTime(t *testing.T) {
 func TestTTL(t *testing.T) {
 	lim := strategy.Limit{Limit: 5, Window: time.Minute, Burst: 10} // a token every 12s
 	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := miniClient(t)
+		mr, rdb := conformance.Miniredis(t)
 		st, _ := tokenbucket.New(rdb, lim)
 		mr.SetTime(conformance.Epoch)
 		r, _ := st.AllowN(ctx, "k", 3)
@@ -190,7 +176,7 @@ func TestTTL(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		rdb := realClient(t)
+		rdb := conformance.RealRedis(t)
 		st, _ := tokenbucket.New(rdb, lim, strategy.WithPrefix(testredis.Prefix(t)))
 		r, _ := st.AllowN(ctx, "k", 3)
 		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 30*time.Second || ttl > r.ResetAfter || r.ResetAfter != 36*time.Second {
@@ -206,7 +192,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	st, _ := tokenbucket.New(rdb, strategy.PerMinute(5), strategy.WithClock(clock))
 	if _, err := st.Peek(ctx, "never-seen"); err != nil {
@@ -236,7 +222,7 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 
 func TestStoredState(t *testing.T) {
 	// 10 per second: one token is 100 units, a millisecond refills 1.
-	mr, rdb := miniClient(t)
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	st, _ := tokenbucket.New(rdb, strategy.Limit{Limit: 10, Window: time.Second, Burst: 20}, strategy.WithClock(clock))
 	mustAllowN(t, st, "user:42", 3)
@@ -258,7 +244,7 @@ func TestStoredState(t *testing.T) {
 
 // TestMemoryUsage measures what one subject costs on a real Redis.
 func TestMemoryUsage(t *testing.T) {
-	rdb := realClient(t)
+	rdb := conformance.RealRedis(t)
 	st, _ := tokenbucket.New(rdb, strategy.PerMinute(100))
 	key := st.Key("user:42")
 	if err := st.Reset(ctx, "user:42"); err != nil {
@@ -283,7 +269,7 @@ func TestMemoryUsage(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	st, _ := tokenbucket.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
 	for subject, want := range map[string]string{
 		"user:42":   "app:tb:{user:42}",
@@ -300,7 +286,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := miniClient(t)
+	_, rdb := conformance.Miniredis(t)
 	for _, c := range []struct {
 		name  string
 		lim   strategy.Limit
