@@ -23,37 +23,11 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 var ctx = context.Background()
 
 func TestConformance(t *testing.T) {
-	t.Run("miniredis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := conformance.Miniredis(t)
-			return fixedwindow.New(rdb, lim, strategy.WithClock(c))
-		}})
-	})
-	t.Run("redis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return fixedwindow.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
-		}})
-	})
-	t.Run("local", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return fixedwindow.NewLocal(lim, strategy.WithClock(c))
-		}})
-	})
+	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, fixedwindow.New, fixedwindow.NewLocal)
 }
 
 func TestDifferential(t *testing.T) {
-	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := conformance.Miniredis(t)
-		r, err := fixedwindow.New(rdb, lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := fixedwindow.NewLocal(lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r, l
-	})
+	conformance.DifferentialOf(t, fixedwindow.New, fixedwindow.NewLocal)
 }
 
 // TestDifferentialClockJumps drives the script and the twin with a client
@@ -103,7 +77,7 @@ func TestClockBackToAnEarlierWindow(t *testing.T) {
 // and over the local twin, all on a manual clock starting at start.
 func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, name string, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range []string{"miniredis", "redis", "local"} {
+	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
 			clock := conformance.NewClock(start)
 			f(t, name, build(t, name, lim, clock), clock)
@@ -114,21 +88,7 @@ func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testi
 // build returns the strategy of the backend name on clock.
 func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
 	t.Helper()
-	var st strategy.Strategy
-	var err error
-	switch name {
-	case "miniredis":
-		_, rdb := conformance.Miniredis(t)
-		st, err = fixedwindow.New(rdb, lim, strategy.WithClock(clock))
-	case "redis":
-		st, err = fixedwindow.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-	case "local":
-		st, err = fixedwindow.NewLocal(lim, strategy.WithClock(clock))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return conformance.Backend(t, name, lim, clock, fixedwindow.New, fixedwindow.NewLocal)
 }
 
 // liveClock is a manual clock that also runs with real time, and remembers
@@ -263,7 +223,7 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
 	const limit, w = 7, 300
 	seed := uint64(time.Now().UnixNano())
-	for _, name := range []string{"miniredis", "redis", "local"} {
+	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
 			clock := newLiveClock(conformance.Epoch)
 			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)

@@ -26,44 +26,18 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 var ctx = context.Background()
 
 func TestConformance(t *testing.T) {
-	t.Run("miniredis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := conformance.Miniredis(t)
-			return gcra.New(rdb, lim, strategy.WithClock(c))
-		}})
-	})
-	t.Run("redis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return gcra.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
-		}})
-	})
-	t.Run("local", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, UsesBurst: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return gcra.NewLocal(lim, strategy.WithClock(c))
-		}})
-	})
+	conformance.RunBackends(t, conformance.Subject{ExactRetry: true, UsesBurst: true}, gcra.New, gcra.NewLocal)
 }
 
 func TestDifferential(t *testing.T) {
-	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := conformance.Miniredis(t)
-		r, err := gcra.New(rdb, lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := gcra.NewLocal(lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r, l
-	})
+	conformance.DifferentialOf(t, gcra.New, gcra.NewLocal)
 }
 
 // backends runs f over the Redis strategy on miniredis and on a real Redis,
 // and over the local twin, all on a manual clock.
 func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range []string{"miniredis", "redis", "local"} {
+	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
 			clock := conformance.NewClock(conformance.Epoch)
 			f(t, newBackend(t, name, lim, clock), clock)
@@ -73,23 +47,7 @@ func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy
 
 func newBackend(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
 	t.Helper()
-	var st strategy.Strategy
-	var err error
-	switch name {
-	case "miniredis":
-		_, rdb := conformance.Miniredis(t)
-		st, err = gcra.New(rdb, lim, strategy.WithClock(clock))
-	case "redis":
-		st, err = gcra.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-	case "local":
-		st, err = gcra.NewLocal(lim, strategy.WithClock(clock))
-	default:
-		t.Fatalf("unknown backend %q", name)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return conformance.Backend(t, name, lim, clock, gcra.New, gcra.NewLocal)
 }
 
 func mustAllowN(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {

@@ -23,37 +23,11 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 var ctx = context.Background()
 
 func TestConformance(t *testing.T) {
-	t.Run("miniredis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := conformance.Miniredis(t)
-			return slidingcounter.New(rdb, lim, strategy.WithClock(c))
-		}})
-	})
-	t.Run("redis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return slidingcounter.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
-		}})
-	})
-	t.Run("local", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return slidingcounter.NewLocal(lim, strategy.WithClock(c))
-		}})
-	})
+	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, slidingcounter.New, slidingcounter.NewLocal)
 }
 
 func TestDifferential(t *testing.T) {
-	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := conformance.Miniredis(t)
-		r, err := slidingcounter.New(rdb, lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := slidingcounter.NewLocal(lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r, l
-	})
+	conformance.DifferentialOf(t, slidingcounter.New, slidingcounter.NewLocal)
 }
 
 // compare drives r and l with ops random (time step, subject, n) steps and
@@ -174,7 +148,7 @@ func TestLimitLowered(t *testing.T) {
 // and over the local twin, all on a manual clock starting at start.
 func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range []string{"miniredis", "redis", "local"} {
+	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
 			clock := conformance.NewClock(start)
 			f(t, build(t, name, lim, clock), clock)
@@ -185,21 +159,7 @@ func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testi
 // build returns the strategy of the backend name on clock.
 func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
 	t.Helper()
-	var st strategy.Strategy
-	var err error
-	switch name {
-	case "miniredis":
-		_, rdb := conformance.Miniredis(t)
-		st, err = slidingcounter.New(rdb, lim, strategy.WithClock(clock))
-	case "redis":
-		st, err = slidingcounter.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-	case "local":
-		st, err = slidingcounter.NewLocal(lim, strategy.WithClock(clock))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return conformance.Backend(t, name, lim, clock, slidingcounter.New, slidingcounter.NewLocal)
 }
 
 // liveClock is a manual clock that also runs with real time, and remembers
@@ -406,7 +366,7 @@ func TestBoundaryBurst(t *testing.T) {
 func TestErrorBoundRandom(t *testing.T) {
 	const limit, w = 9, 300
 	seed := uint64(time.Now().UnixNano())
-	for _, name := range []string{"miniredis", "redis", "local"} {
+	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
 			clock := newLiveClock(conformance.Epoch)
 			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)

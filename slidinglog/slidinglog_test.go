@@ -25,61 +25,21 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 var ctx = context.Background()
 
 func TestConformance(t *testing.T) {
-	t.Run("miniredis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			_, rdb := conformance.Miniredis(t)
-			return slidinglog.New(rdb, lim, strategy.WithClock(c))
-		}})
-	})
-	t.Run("redis", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return slidinglog.New(conformance.RealRedis(t), lim, strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t)))
-		}})
-	})
-	t.Run("local", func(t *testing.T) {
-		conformance.Run(t, conformance.Subject{ExactRetry: true, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
-			return slidinglog.NewLocal(lim, strategy.WithClock(c))
-		}})
-	})
+	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, slidinglog.New, slidinglog.NewLocal)
 }
 
 func TestDifferential(t *testing.T) {
-	conformance.Differential(t, func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, strategy.Strategy) {
-		_, rdb := conformance.Miniredis(t)
-		r, err := slidinglog.New(rdb, lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := slidinglog.NewLocal(lim, strategy.WithClock(c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r, l
-	})
+	conformance.DifferentialOf(t, slidinglog.New, slidinglog.NewLocal)
 }
 
 // backends runs f over the Redis strategy on miniredis and on a real Redis,
 // and over the local twin, all on a manual clock.
 func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range []string{"miniredis", "redis", "local"} {
+	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
 			clock := conformance.NewClock(conformance.Epoch)
-			var st strategy.Strategy
-			var err error
-			switch name {
-			case "miniredis":
-				_, rdb := conformance.Miniredis(t)
-				st, err = slidinglog.New(rdb, lim, strategy.WithClock(clock))
-			case "redis":
-				st, err = slidinglog.New(conformance.RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-			case "local":
-				st, err = slidinglog.NewLocal(lim, strategy.WithClock(clock))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			f(t, st, clock)
+			f(t, conformance.Backend(t, name, lim, clock, slidinglog.New, slidinglog.NewLocal), clock)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Miniredis starts a miniredis for t and returns it with a client on it;
@@ -25,4 +26,76 @@ func Miniredis(t testing.TB) (*miniredis.Miniredis, *redis.Client) {
 func RealRedis(t testing.TB) *redis.Client {
 	t.Helper()
 	return testredis.Shared(t).Client(t)
+}
+
+// NewRedis is a Redis strategy's constructor, e.g. slidinglog.New.
+type NewRedis[S strategy.Strategy] func(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (S, error)
+
+// NewLocal is a local twin's constructor, e.g. slidinglog.NewLocal.
+type NewLocal[S strategy.Strategy] func(lim strategy.Limit, opts ...strategy.Option) (S, error)
+
+// BackendNames are the backends a strategy runs on: its Redis constructor
+// on miniredis and on a real Redis, and its local twin.
+func BackendNames() []string { return []string{"miniredis", "redis", "local"} }
+
+// newOn builds, on backend name, the strategy that newRedis or newLocal
+// makes for lim, reading clock.
+func newOn[R, L strategy.Strategy](t *testing.T, name string, lim strategy.Limit, clock strategy.Clock, newRedis NewRedis[R], newLocal NewLocal[L]) (strategy.Strategy, error) {
+	t.Helper()
+	switch name {
+	case "miniredis":
+		_, rdb := Miniredis(t)
+		return newRedis(rdb, lim, strategy.WithClock(clock))
+	case "redis":
+		return newRedis(RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+	case "local":
+		return newLocal(lim, strategy.WithClock(clock))
+	}
+	t.Fatalf("unknown backend %q", name)
+	return nil, nil
+}
+
+// Backend builds, on backend name (one of BackendNames), the strategy that
+// newRedis or newLocal makes for lim, reading clock. It fails t when the
+// constructor fails.
+func Backend[R, L strategy.Strategy](t *testing.T, name string, lim strategy.Limit, clock strategy.Clock, newRedis NewRedis[R], newLocal NewLocal[L]) strategy.Strategy {
+	t.Helper()
+	st, err := newOn(t, name, lim, clock, newRedis, newLocal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// RunBackends runs the suite over every backend of BackendNames, each a
+// subtest; s.New is set to build the strategy on that backend.
+func RunBackends[R, L strategy.Strategy](t *testing.T, s Subject, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	for _, name := range BackendNames() {
+		t.Run(name, func(t *testing.T) {
+			s := s
+			s.New = func(t *testing.T, lim strategy.Limit, c *Clock) (strategy.Strategy, error) {
+				return newOn(t, name, lim, c, newRedis, newLocal)
+			}
+			Run(t, s)
+		})
+	}
+}
+
+// DifferentialOf runs Differential over the strategy that newRedis makes on
+// miniredis and the twin that newLocal makes.
+func DifferentialOf[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	Differential(t, func(t *testing.T, lim strategy.Limit, c *Clock) (strategy.Strategy, strategy.Strategy) {
+		_, rdb := Miniredis(t)
+		r, err := newRedis(rdb, lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLocal(lim, strategy.WithClock(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, l
+	})
 }
