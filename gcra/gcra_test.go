@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,164 +425,17 @@ func TestNeverAboveRate(t *testing.T) {
 	}
 }
 
-// exactBucket is the token bucket in rational numbers, whose decisions GCRA
-// must make: the reference the integer implementations must match exactly.
-type exactBucket struct {
-	lim    strategy.Limit
-	tokens *big.Rat // nil: full
-	last   int64
-}
-
-func (e *exactBucket) allowN(now, n int64) strategy.Result {
-	c := big.NewRat(e.lim.Capacity(), 1)
-	rate := big.NewRat(e.lim.Limit, e.lim.Window.Milliseconds()) // tokens per ms
-	if e.tokens == nil {
-		e.tokens, e.last = new(big.Rat).Set(c), now
-	}
-	if now > e.last {
-		e.tokens.Add(e.tokens, new(big.Rat).Mul(rate, big.NewRat(now-e.last, 1)))
-		e.last = now
-	}
-	if e.tokens.Cmp(c) > 0 {
-		e.tokens.Set(c)
-	}
-	ms := func(tokens *big.Rat) time.Duration { // ceil(tokens / rate) ms
-		q := new(big.Rat).Quo(tokens, rate)
-		d := new(big.Int).Add(q.Num(), new(big.Int).Sub(q.Denom(), big.NewInt(1)))
-		return time.Duration(d.Div(d, q.Denom()).Int64()) * time.Millisecond
-	}
-	floor := func(x *big.Rat) int64 { return new(big.Int).Div(x.Num(), x.Denom()).Int64() }
-	want := max(n, 1)
-	res := strategy.Result{Limit: e.lim.Capacity(), Remaining: floor(e.tokens), ResetAfter: ms(new(big.Rat).Sub(c, e.tokens))}
-	need := big.NewRat(want, 1)
-	switch {
-	case want > e.lim.Capacity():
-		res.RetryAfter = strategy.Never
-	case need.Cmp(e.tokens) > 0:
-		res.RetryAfter = ms(new(big.Rat).Sub(need, e.tokens))
-	case n == 0:
-		res.Allowed = true
-	default:
-		e.tokens.Sub(e.tokens, need)
-		res.Allowed, res.Remaining, res.ResetAfter = true, floor(e.tokens), ms(new(big.Rat).Sub(c, e.tokens))
-	}
-	return res
-}
-
 // TestExactAgainstRationals: 10,000 calls with tiny irregular time steps
 // give exactly the Results of the rational-number token bucket: no unit is
 // ever gained or lost to rounding the emission interval.
 func TestExactAgainstRationals(t *testing.T) {
-	limits := []strategy.Limit{
-		{Limit: 7, Window: 333 * time.Millisecond, Burst: 5},
-		{Limit: 3, Window: time.Second},
-		{Limit: 11, Window: 7 * time.Millisecond, Burst: 4},
-		{Limit: 1 << 20, Window: time.Second, Burst: 5000},
-		{Limit: 999_999_937, Window: 997 * time.Millisecond, Burst: 1 << 20},
-	}
-	run := func(t *testing.T, st strategy.Strategy, clock *conformance.Clock, lim strategy.Limit, calls int) {
-		seed := uint64(time.Now().UnixNano())
-		rng := rand.New(rand.NewPCG(seed, 11))
-		ref := &exactBucket{lim: lim}
-		var allowed int64
-		for i := 0; i < calls; i++ {
-			if rng.IntN(50) == 0 {
-				clock.Advance(time.Duration(rng.Int64N(lim.Window.Milliseconds()+1)) * time.Millisecond)
-			} else {
-				clock.Advance(time.Duration(rng.IntN(4)) * time.Millisecond)
-			}
-			n := rng.Int64N(lim.Capacity()/2+2) / int64(1+rng.IntN(4))
-			now := clock.Now().UnixMilli()
-			got := mustAllowN(t, st, "k", n)
-			if want := ref.allowN(now, n); got != want {
-				t.Fatalf("seed %d, call %d, AllowN(%d) at +%dms:\n got  %+v\n want %+v (exact)", seed, i, n, now-conformance.Epoch.UnixMilli(), got, want)
-			}
-			if got.Allowed {
-				allowed += n
-			}
-		}
-		if allowed == 0 {
-			t.Fatalf("seed %d: nothing allowed", seed)
-		}
-	}
-	for i, lim := range limits {
-		t.Run(lim.String(), func(t *testing.T) {
-			t.Run("local", func(t *testing.T) {
-				calls := 10_000
-				if i%2 == 1 { // the reference is slow under -race: fewer calls for some limits
-					calls = 2000
-				}
-				clock := conformance.NewClock(conformance.Epoch)
-				run(t, newBackend(t, "local", lim, clock), clock, lim, calls)
-			})
-			t.Run("miniredis", func(t *testing.T) {
-				clock := conformance.NewClock(conformance.Epoch)
-				run(t, newBackend(t, "miniredis", lim, clock), clock, lim, 300)
-			})
-		})
-	}
-	t.Run("redis", func(t *testing.T) { // the script on a real Redis, 10,000 calls
-		// a long window, so that no key expires on the server's own clock
-		// while the manual clock waits
-		lim := strategy.Limit{Limit: 7, Window: 33300 * time.Millisecond, Burst: 5}
-		clock := conformance.NewClock(conformance.Epoch)
-		run(t, newBackend(t, "redis", lim, clock), clock, lim, 10_000)
-	})
+	conformance.ExactAgainstRationals(t, gcra.New, gcra.NewLocal)
 }
 
 // TestConcurrentExactlyCapacity: 64 goroutines over 4 clients hit one
 // subject at one instant; exactly the capacity is allowed.
 func TestConcurrentExactlyCapacity(t *testing.T) {
-	const capacity, goroutines, perG = 300, 64, 10
-	lim := strategy.Limit{Limit: 10, Window: time.Minute, Burst: capacity}
-	frozen := strategy.ClockFunc(func() time.Time { return conformance.Epoch })
-	run := func(t *testing.T, newStrategy func(i int) strategy.Strategy) {
-		var allowed atomic.Int64
-		var wg sync.WaitGroup
-		for g := 0; g < goroutines; g++ {
-			st := newStrategy(g % 4)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < perG; i++ {
-					r, err := st.AllowN(ctx, "hot", 1)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if r.Allowed {
-						allowed.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if got := allowed.Load(); got != capacity {
-			t.Errorf("allowed %d of %d, want exactly %d", got, goroutines*perG, capacity)
-		}
-	}
-	t.Run("redis", func(t *testing.T) {
-		srv := testredis.Shared(t)
-		prefix := testredis.Prefix(t)
-		sts := make([]strategy.Strategy, 4)
-		for i := range sts {
-			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: goroutines / 4})
-			t.Cleanup(func() { c.Close() })
-			st, err := gcra.New(c, lim, strategy.WithClock(frozen), strategy.WithPrefix(prefix))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sts[i] = st
-		}
-		run(t, func(i int) strategy.Strategy { return sts[i] })
-	})
-	t.Run("local", func(t *testing.T) {
-		st, err := gcra.NewLocal(lim, strategy.WithClock(frozen))
-		if err != nil {
-			t.Fatal(err)
-		}
-		run(t, func(int) strategy.Strategy { return st })
-	})
+	conformance.ConcurrentExactlyCapacity(t, gcra.New, gcra.NewLocal)
 }
 
 func TestLocalDropsIdleSubjects(t *testing.T) {
