@@ -27,6 +27,7 @@ func Example() {
 		Limit:     5,
 		Window:    time.Minute,
 		Prefix:    "rl:login:",
+		Timeout:   time.Second, // the longest a decision waits on Redis; default 250ms
 	})
 	if err != nil {
 		panic(err)
@@ -35,7 +36,7 @@ func Example() {
 	for i := 1; i <= 6; i++ {
 		res, err := limiter.Allow(ctx, "user:42")
 		if err != nil {
-			panic(err) // Redis is down: see the failure policy
+			panic(err) // bad input; a Redis outage is a Result with Degraded set, by the failure policy
 		}
 		fmt.Printf("login %d: allowed=%v remaining=%d retry after=%v\n", i, res.Allowed, res.Remaining, res.RetryAfter)
 		mr.SetTime(time.Date(2026, 11, 29, 12, 0, i*10, 0, time.UTC))
