@@ -2,10 +2,8 @@ package fixedwindow_test
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -408,32 +406,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	for _, c := range []struct {
-		name  string
-		lim   strategy.Limit
-		opts  []strategy.Option
-		field string
-	}{
-		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
-		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
-		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
-		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
-		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
-		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := fixedwindow.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
-			}
-			if _, err := fixedwindow.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
-			}
-		})
-	}
-	if _, err := fixedwindow.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
-		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
-	}
+	conformance.InvalidConfig(t, fixedwindow.New, fixedwindow.NewLocal)
 }
 
 // TestMemoryUsage measures what Redis holds for one subject after 100

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -555,38 +554,15 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
+	conformance.InvalidConfig(t, slidingcounter.New, slidingcounter.NewLocal,
+		conformance.ConfigCase{Name: "limit x window too large", Lim: strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}, Field: "Limit x Window"},
+	)
 	_, rdb := conformance.Miniredis(t)
-	for _, c := range []struct {
-		name  string
-		lim   strategy.Limit
-		opts  []strategy.Option
-		field string
-	}{
-		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
-		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
-		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
-		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
-		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
-		{"limit x window too large", strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}, nil, "Limit x Window"},
-		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := slidingcounter.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
-			}
-			if _, err := slidingcounter.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
-			}
-		})
-	}
 	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}); !errors.Is(err, strategy.ErrInvalidLimit) {
 		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
 	}
 	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}); err != nil {
 		t.Errorf("Limit x Window = MaxProduct: err = %v, want none", err)
-	}
-	if _, err := slidingcounter.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
-		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package slidinglog_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -249,32 +248,7 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	for _, c := range []struct {
-		name  string
-		lim   strategy.Limit
-		opts  []strategy.Option
-		field string
-	}{
-		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
-		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
-		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
-		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
-		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
-		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := slidinglog.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
-			}
-			if _, err := slidinglog.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
-			}
-		})
-	}
-	if _, err := slidinglog.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
-		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
-	}
+	conformance.InvalidConfig(t, slidinglog.New, slidinglog.NewLocal)
 }
 
 func TestLocalDropsIdleSubjects(t *testing.T) {

@@ -2,11 +2,9 @@ package tokenbucket_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -239,34 +237,10 @@ func TestKeyLayout(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	for _, c := range []struct {
-		name  string
-		lim   strategy.Limit
-		opts  []strategy.Option
-		field string
-	}{
-		{"negative limit", strategy.Limit{Limit: -1, Window: time.Second}, nil, "Limit"},
-		{"zero window", strategy.Limit{Limit: 1}, nil, "Window"},
-		{"negative window", strategy.Limit{Limit: 1, Window: -time.Second}, nil, "Window"},
-		{"sub-millisecond window", strategy.Limit{Limit: 1, Window: 1500 * time.Microsecond}, nil, "Window"},
-		{"negative burst", strategy.Limit{Limit: 1, Window: time.Second, Burst: -1}, nil, "Burst"},
-		{"burst too large to be exact", strategy.Limit{Limit: 1, Window: strategy.MaxWindow, Burst: 1 << 20}, nil, "Burst"},
-		{"limit too large to be exact", strategy.Limit{Limit: 1<<40 - 1, Window: 8192 * time.Millisecond}, nil, "Limit"},
-		{"braces in prefix", strategy.PerSecond(1), []strategy.Option{strategy.WithPrefix("a{b}")}, "prefix"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if _, err := tokenbucket.New(rdb, c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("New: err = %v, want an error naming %s", err, c.field)
-			}
-			if _, err := tokenbucket.NewLocal(c.lim, c.opts...); err == nil || !strings.Contains(err.Error(), c.field) {
-				t.Errorf("NewLocal: err = %v, want an error naming %s", err, c.field)
-			}
-		})
-	}
-	if _, err := tokenbucket.New(nil, strategy.PerSecond(1)); !errors.Is(err, strategy.ErrInvalidOption) {
-		t.Errorf("New(nil client): err = %v, want ErrInvalidOption", err)
-	}
+	conformance.InvalidConfig(t, tokenbucket.New, tokenbucket.NewLocal,
+		conformance.ConfigCase{Name: "burst too large to be exact", Lim: strategy.Limit{Limit: 1, Window: strategy.MaxWindow, Burst: 1 << 20}, Field: "Burst"},
+		conformance.ConfigCase{Name: "limit too large to be exact", Lim: strategy.Limit{Limit: 1<<40 - 1, Window: 8192 * time.Millisecond}, Field: "Limit"},
+	)
 	// the largest exact limits are accepted
 	for _, lim := range []strategy.Limit{
 		{Limit: strategy.MaxUnits, Window: time.Second, Burst: strategy.MaxUnits},
