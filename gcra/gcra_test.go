@@ -3,7 +3,6 @@ package gcra_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -32,17 +31,7 @@ func TestDifferential(t *testing.T) {
 // and over the local twin, all on a manual clock.
 func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock(conformance.Epoch)
-			f(t, newBackend(t, name, lim, clock), clock)
-		})
-	}
-}
-
-func newBackend(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
-	t.Helper()
-	return conformance.Backend(t, name, lim, clock, gcra.New, gcra.NewLocal)
+	conformance.OnBackends(t, lim, gcra.New, gcra.NewLocal, f)
 }
 
 func mustAllowN(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
@@ -297,106 +286,16 @@ func TestInvalidConfig(t *testing.T) {
 	}
 }
 
-// TestBurstIgnoredAtLimitZero: a Limit of 0 denies everything, whatever
-// Burst says, and never touches Redis.
 func TestBurstIgnoredAtLimitZero(t *testing.T) {
-	backends(t, strategy.Limit{Limit: 0, Window: time.Second, Burst: 5}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		for _, n := range []int64{0, 1, 5} {
-			r := mustAllowN(t, st, "k", n)
-			if r != (strategy.Result{RetryAfter: strategy.Never}) {
-				t.Errorf("AllowN(%d) at Limit 0 = %+v, want denied with Limit 0, RetryAfter Never", n, r)
-			}
-		}
-	})
+	conformance.BurstIgnoredAtLimitZero(t, gcra.New, gcra.NewLocal)
 }
 
-// TestSteadyClientNeverDenied: a client that never runs ahead of the rate
-// (by t ms after it started it has sent floor(t × Limit/Window) units) is
-// never denied, over many windows, however awkward the emission interval.
-// Requests fall on whole milliseconds, so unless the interval is a whole
-// number of milliseconds the client sometimes sends up to 1 ms × rate + 1
-// units in less than their time: the capacity is the smallest that allows
-// that, 1 + ceil(rate × 1 ms). An approximate (rounded or floating-point)
-// interval would drift and end up denying such a client.
 func TestSteadyClientNeverDenied(t *testing.T) {
-	for _, lim := range []strategy.Limit{
-		{Limit: 10, Window: time.Second, Burst: 1}, // 100 ms exactly: capacity 1 suffices
-		{Limit: 7, Window: 333 * time.Millisecond, Burst: 2},
-		{Limit: 3, Window: time.Second, Burst: 2},
-		{Limit: 100, Window: time.Minute, Burst: 2},
-		{Limit: 11, Window: 7 * time.Millisecond, Burst: 3},
-		{Limit: 1 << 20, Window: time.Second, Burst: 1050},
-	} {
-		t.Run(lim.String(), func(t *testing.T) {
-			backends(t, lim, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-				target := 150 // a round trip each: keep the Redis runs short
-				if _, ok := st.(*gcra.Local); ok {
-					target = 3000
-				}
-				w := lim.Window.Milliseconds()
-				var sent int64
-				for requests := 0; requests < target; requests++ {
-					ms := (sent*w + w + lim.Limit - 1) / lim.Limit // the first ms at which unit sent+1 is due
-					n := ms*lim.Limit/w - sent
-					clock.Set(conformance.Epoch.Add(time.Duration(ms) * time.Millisecond))
-					if r := mustAllowN(t, st, "steady", n); !r.Allowed {
-						t.Fatalf("at %dms, %d units (total %d, what the rate allows by then): %+v", ms, n, sent+n, r)
-					}
-					sent += n
-				}
-			})
-		})
-	}
+	conformance.SteadyClientNeverDenied(t, gcra.New, gcra.NewLocal)
 }
 
-// TestNeverAboveRate: whatever the requests, the units allowed in any closed
-// interval [a, b] never exceed capacity + Limit × (b - a) / Window.
 func TestNeverAboveRate(t *testing.T) {
-	// Long intervals: a real Redis expires keys on its own clock, which runs
-	// on while the manual clock waits, so a key must outlive any stall of the
-	// test (an interval of 4.7s at least here).
-	for _, lim := range []strategy.Limit{
-		{Limit: 7, Window: 33300 * time.Millisecond, Burst: 3},
-		{Limit: 10, Window: 100 * time.Second, Burst: 15},
-		{Limit: 25, Window: 2 * time.Minute},
-	} {
-		t.Run(lim.String(), func(t *testing.T) {
-			backends(t, lim, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-				seed := uint64(time.Now().UnixNano())
-				rng := rand.New(rand.NewPCG(seed, 3))
-				type grant struct{ at, n int64 }
-				var grants []grant
-				w := lim.Window.Milliseconds()
-				ops := 300
-				if _, ok := st.(*gcra.Local); ok {
-					ops = 3000
-				}
-				for i := 0; i < ops; i++ {
-					if rng.IntN(3) == 0 {
-						clock.Advance(time.Duration(rng.Int64N(w/3+1)) * time.Millisecond)
-					}
-					n := 1 + rng.Int64N(lim.Capacity())
-					if r := mustAllowN(t, st, "k", n); r.Allowed {
-						grants = append(grants, grant{clock.Now().UnixMilli(), n})
-					}
-				}
-				if len(grants) < 10 {
-					t.Fatalf("seed %d: only %d grants", seed, len(grants))
-				}
-				for i := range grants {
-					var sum int64
-					for j := i; j < len(grants); j++ {
-						sum += grants[j].n
-						span := grants[j].at - grants[i].at
-						if sum*w > lim.Capacity()*w+lim.Limit*span {
-							t.Fatalf("seed %d: %d units allowed in [%d, %d] ms, more than %d + %d × %d/%d",
-								seed, sum, grants[i].at, grants[j].at, lim.Capacity(), lim.Limit, span, w)
-						}
-					}
-				}
-			})
-		})
-	}
+	conformance.NeverAboveRate(t, gcra.New, gcra.NewLocal)
 }
 
 // TestExactAgainstRationals: 10,000 calls with tiny irregular time steps

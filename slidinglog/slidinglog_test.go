@@ -35,12 +35,7 @@ func TestDifferential(t *testing.T) {
 // and over the local twin, all on a manual clock.
 func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock(conformance.Epoch)
-			f(t, conformance.Backend(t, name, lim, clock, slidinglog.New, slidinglog.NewLocal), clock)
-		})
-	}
+	conformance.OnBackends(t, lim, slidinglog.New, slidinglog.NewLocal, f)
 }
 
 func TestWindowEdges(t *testing.T) {

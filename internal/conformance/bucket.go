@@ -178,3 +178,120 @@ func ConcurrentExactlyCapacity[R, L strategy.Strategy](t *testing.T, newRedis Ne
 		run(t, func(int) strategy.Strategy { return st })
 	})
 }
+
+// OnBackends runs f, a subtest per backend of BackendNames, over the strategy
+// that newRedis or newLocal makes for lim, on a manual clock at Epoch.
+func OnBackends[R, L strategy.Strategy](t *testing.T, lim strategy.Limit, newRedis NewRedis[R], newLocal NewLocal[L], f func(t *testing.T, st strategy.Strategy, clock *Clock)) {
+	t.Helper()
+	for _, name := range BackendNames() {
+		t.Run(name, func(t *testing.T) {
+			clock := NewClock(Epoch)
+			f(t, Backend(t, name, lim, clock, newRedis, newLocal), clock)
+		})
+	}
+}
+
+// BurstIgnoredAtLimitZero: a Limit of 0 denies everything, whatever
+// Burst says, and never touches Redis.
+func BurstIgnoredAtLimitZero[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	OnBackends(t, strategy.Limit{Limit: 0, Window: time.Second, Burst: 5}, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+		for _, n := range []int64{0, 1, 5} {
+			r := allowN(t, st, "k", n)
+			if r != (strategy.Result{RetryAfter: strategy.Never}) {
+				t.Errorf("AllowN(%d) at Limit 0 = %+v, want denied with Limit 0, RetryAfter Never", n, r)
+			}
+		}
+	})
+}
+
+// SteadyClientNeverDenied: a client that never runs ahead of the rate
+// (by t ms after it started it has sent floor(t × Limit/Window) units) is
+// never denied, over many windows, however awkward the emission interval.
+// Requests fall on whole milliseconds, so unless the interval is a whole
+// number of milliseconds the client sometimes sends up to 1 ms × rate + 1
+// units in less than their time: the capacity is the smallest that allows
+// that, 1 + ceil(rate × 1 ms). An approximate (rounded or floating-point)
+// interval would drift and end up denying such a client.
+func SteadyClientNeverDenied[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	for _, lim := range []strategy.Limit{
+		{Limit: 10, Window: time.Second, Burst: 1}, // 100 ms exactly: capacity 1 suffices
+		{Limit: 7, Window: 333 * time.Millisecond, Burst: 2},
+		{Limit: 3, Window: time.Second, Burst: 2},
+		{Limit: 100, Window: time.Minute, Burst: 2},
+		{Limit: 11, Window: 7 * time.Millisecond, Burst: 3},
+		{Limit: 1 << 20, Window: time.Second, Burst: 1050},
+	} {
+		t.Run(lim.String(), func(t *testing.T) {
+			OnBackends(t, lim, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+				target := 150 // a round trip each: keep the Redis runs short
+				if _, ok := st.(L); ok {
+					target = 3000
+				}
+				w := lim.Window.Milliseconds()
+				var sent int64
+				for requests := 0; requests < target; requests++ {
+					ms := (sent*w + w + lim.Limit - 1) / lim.Limit // the first ms at which unit sent+1 is due
+					n := ms*lim.Limit/w - sent
+					clock.Set(Epoch.Add(time.Duration(ms) * time.Millisecond))
+					if r := allowN(t, st, "steady", n); !r.Allowed {
+						t.Fatalf("at %dms, %d units (total %d, what the rate allows by then): %+v", ms, n, sent+n, r)
+					}
+					sent += n
+				}
+			})
+		})
+	}
+}
+
+// NeverAboveRate: whatever the requests, the units allowed in any closed
+// interval [a, b] never exceed capacity + Limit × (b - a) / Window.
+func NeverAboveRate[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	// Long intervals: a real Redis expires keys on its own clock, which runs
+	// on while the manual clock waits, so a key must outlive any stall of the
+	// test (an interval of 4.7s at least here).
+	for _, lim := range []strategy.Limit{
+		{Limit: 7, Window: 33300 * time.Millisecond, Burst: 3},
+		{Limit: 10, Window: 100 * time.Second, Burst: 15},
+		{Limit: 25, Window: 2 * time.Minute},
+	} {
+		t.Run(lim.String(), func(t *testing.T) {
+			OnBackends(t, lim, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+				seed := uint64(time.Now().UnixNano())
+				rng := rand.New(rand.NewPCG(seed, 3))
+				type grant struct{ at, n int64 }
+				var grants []grant
+				w := lim.Window.Milliseconds()
+				ops := 300
+				if _, ok := st.(L); ok {
+					ops = 3000
+				}
+				for i := 0; i < ops; i++ {
+					if rng.IntN(3) == 0 {
+						clock.Advance(time.Duration(rng.Int64N(w/3+1)) * time.Millisecond)
+					}
+					n := 1 + rng.Int64N(lim.Capacity())
+					if r := allowN(t, st, "k", n); r.Allowed {
+						grants = append(grants, grant{clock.Now().UnixMilli(), n})
+					}
+				}
+				if len(grants) < 10 {
+					t.Fatalf("seed %d: only %d grants", seed, len(grants))
+				}
+				for i := range grants {
+					var sum int64
+					for j := i; j < len(grants); j++ {
+						sum += grants[j].n
+						span := grants[j].at - grants[i].at
+						if sum*w > lim.Capacity()*w+lim.Limit*span {
+							t.Fatalf("seed %d: %d units allowed in [%d, %d] ms, more than %d + %d × %d/%d",
+								seed, sum, grants[i].at, grants[j].at, lim.Capacity(), lim.Limit, span, w)
+						}
+					}
+				}
+			})
+		})
+	}
+}
