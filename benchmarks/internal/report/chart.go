@@ -11,14 +11,17 @@ import (
 )
 
 // WriteChart writes an SVG scatter chart: bytes per subject after limit
-// requests (log scale) against precision (the worse of the two probes),
-// one point per target that has both; ours filled, peers hollow.
+// requests (log scale) against precision (the worse of the two probes; the
+// labels give both), one point per target that has both; ours filled,
+// peers hollow.
 func (r *Report) WriteChart(w io.Writer) error {
 	type pt struct {
 		name  string
 		ours  bool
 		bytes float64
-		prec  float64
+		prec  float64 // the worse of the two probes
+		pb    float64 // boundary burst
+		ps    float64 // burst then steady
 	}
 	var pts []pt
 	for _, rw := range r.Rows {
@@ -26,7 +29,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 			continue
 		}
 		pts = append(pts, pt{rw.Name, rw.Kind == "ours", float64(max(*rw.BytesAfterLimit, 1)),
-			max(*rw.PrecisionBoundary, *rw.PrecisionBurstSteady)})
+			max(*rw.PrecisionBoundary, *rw.PrecisionBurstSteady), *rw.PrecisionBoundary, *rw.PrecisionBurstSteady})
 	}
 	if len(pts) == 0 {
 		return errors.New("no target has both bytes per subject and precision (bytes need a real Redis)")
@@ -52,7 +55,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 	fmt.Fprintf(&s, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
 	fmt.Fprintf(&s, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="white"/>`+"\n", W, H)
 	fmt.Fprintf(&s, `<text x="%.0f" y="22" font-size="15" font-weight="bold">Memory against precision, limit %s</text>`+"\n", left, html.EscapeString(r.Workload.Limit))
-	fmt.Fprintf(&s, `<text x="%.0f" y="38" fill="#555">%s; lower left is better</text>`+"\n", left, html.EscapeString(r.Server))
+	fmt.Fprintf(&s, `<text x="%.0f" y="38" fill="#555">%s; lower left is better; labels: bytes, boundary burst / burst then steady</text>`+"\n", left, html.EscapeString(r.Server))
 	// axes and grid
 	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi*1.0001; d *= 10 {
 		for _, m := range []float64{1, 2, 5} {
@@ -114,7 +117,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 			color = "#666"
 		}
 		fmt.Fprintf(&s, `<line x1="%.1f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="%s" stroke-width="0.7" stroke-dasharray="3,3"/>`+"\n", x(p.bytes), y(p.prec), W-right+10, ly[i]-4, color)
-		fmt.Fprintf(&s, `<text x="%.0f" y="%.1f" fill="%s">%s: %.0f B, %.2f</text>`+"\n", W-right+14, ly[i], color, html.EscapeString(p.name), p.bytes, p.prec)
+		fmt.Fprintf(&s, `<text x="%.0f" y="%.1f" fill="%s">%s: %.0f B, %.2f / %.2f</text>`+"\n", W-right+14, ly[i], color, html.EscapeString(p.name), p.bytes, p.pb, p.ps)
 	}
 	fmt.Fprintf(&s, `<circle cx="%.0f" cy="%.0f" r="5" fill="#1f6fd1"/>`+"\n"+`<text x="%.0f" y="%.0f">ours</text>`+"\n", left+10, H-18, left+20, H-14)
 	fmt.Fprintf(&s, `<circle cx="%.0f" cy="%.0f" r="8" fill="none" stroke="#888" stroke-width="2"/>`+"\n"+`<text x="%.0f" y="%.0f">peers</text>`+"\n", left+80, H-18, left+92, H-14)
