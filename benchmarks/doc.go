@@ -15,9 +15,10 @@
 // free loopback port and stops afterwards; serial and parallel; 10,000
 // subjects and one hot subject; allowed and denied paths. It drives the
 // strategies with a client clock so that each path is what it says: on the
-// allowed path the clock advances a little more than Window/Limit between
-// two visits of a subject, on the denied path it stands still on exhausted
-// subjects. Custom metric allowed/op shows the path taken.
+// allowed path the clock advances 1% less than Window/Limit between two
+// visits of a subject (it runs at its limit, about 99% allowed, and its state
+// never lapses), on the denied path it stands still on exhausted subjects.
+// Custom metric allowed/op shows the path taken.
 //
 // BenchmarkWorkload is the report's workload (10,000 random subjects, 100
 // per minute, the Redis server's TIME) for every target, peers included.

@@ -309,8 +309,10 @@ func runLocal(o Options, r *Report) {
 func measureLocal(a ratelimit.Algorithm, lim strategy.Limit, dur time.Duration) (*Local, error) {
 	ctx := context.Background()
 	const subject = "user:42"
-	// Allowed path: the clock steps a little more than Window/Limit per
-	// decision, so a warm subject stays just under its limit.
+	// Allowed path: the clock steps 1% less than Window/Limit per decision,
+	// so the subject runs at its limit: about 99% allowed, and its state
+	// never lapses (a step above the rate would let a bucket refill fully
+	// and its state expire before every decision: not a warm subject).
 	clk := &simClock{}
 	clk.set(alignedStart(lim.Window))
 	d, err := targets.Local(a, lim, clk)
@@ -319,7 +321,7 @@ func measureLocal(a ratelimit.Algorithm, lim strategy.Limit, dur time.Duration) 
 	}
 	step := time.Millisecond
 	if lim.Limit > 0 {
-		step += lim.Window / time.Duration(lim.Limit)
+		step = max(lim.Window/time.Duration(lim.Limit)*99/100, time.Millisecond)
 	}
 	for range 2 * lim.Capacity() { // warm
 		d.Decide(ctx, subject)
@@ -349,11 +351,16 @@ func measureLocal(a ratelimit.Algorithm, lim strategy.Limit, dur time.Duration) 
 }
 
 // timeLoop runs fn for about dur and returns ns and allocations per call
-// and the fraction of calls that returned true.
+// and the fraction of calls that returned true. The time is the CPU time of
+// the goroutine's locked OS thread where the OS tells it, so that other
+// processes on a busy machine do not count; the wall clock otherwise.
 func timeLoop(fn func() bool, dur time.Duration) (ns, allocs, frac float64) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
+	cpu0, cpuOK := threadCPU()
 	start := time.Now()
 	n, yes := 0, 0
 	for time.Since(start) < dur {
@@ -365,6 +372,9 @@ func timeLoop(fn func() bool, dur time.Duration) (ns, allocs, frac float64) {
 		n += 1000
 	}
 	el := time.Since(start)
+	if cpu1, ok := threadCPU(); ok && cpuOK {
+		el = cpu1 - cpu0
+	}
 	runtime.ReadMemStats(&m1)
 	return float64(el.Nanoseconds()) / float64(n), float64(m1.Mallocs-m0.Mallocs) / float64(n), float64(yes) / float64(n)
 }

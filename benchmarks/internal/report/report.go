@@ -259,7 +259,7 @@ func notes(o Options, b *backend) []string {
 		"round trips counted by a client hook; commands per decision include the EVALSHA itself and every command a script calls",
 		"precision = the most units allowed in any sliding window of the limit's length / the limit, worst over the probe's variants; " +
 			"probes run on an embedded miniredis with a controlled clock (client clock, server TIME via SetTime, TTLs via FastForward), so they are deterministic",
-		"local = the in-process twin (the strategy NewLocal builds, called directly), one goroutine, one warm subject: allowed path with a client clock stepping Window/Limit + 1ms per decision, denied path on an exhausted subject; allocations are the process's mallocs over the loop / decisions",
+		"local = the in-process twin (the strategy NewLocal builds, called directly), one goroutine, one warm subject: allowed path with a client clock stepping 0.99 Window/Limit per decision (about 99% allowed, the state never lapses), denied path on an exhausted subject; ns = CPU time of the loop's thread / decisions (so other processes do not count); allocations = the process's mallocs over the loop / decisions",
 	}
 	if b.real() {
 		n = append(n, fmt.Sprintf("bytes = MEMORY USAGE ... SAMPLES 0 summed over the keys of one %d-byte subject, after 10 and after limit decisions at once; "+
