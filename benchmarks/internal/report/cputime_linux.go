@@ -6,12 +6,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU returns the CPU time the calling OS thread has used, and
-// whether it could. The caller must hold runtime.LockOSThread.
+// threadCPU returns the CPU time the calling OS thread has used (to the ns,
+// from the scheduler), and whether it could. The caller must hold
+// runtime.LockOSThread.
 func threadCPU() (time.Duration, bool) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0, false
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+	return time.Duration(ts.Nano()), true
 }
