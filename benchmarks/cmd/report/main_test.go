@@ -212,6 +212,36 @@ func TestReportOnRealRedis(t *testing.T) {
 	}
 }
 
+// TestReportOnCluster: INFO counters and SCAN must cover every master, and
+// every strategy (and peer) must run where keys live in different slots.
+func TestReportOnCluster(t *testing.T) {
+	out, _ := runReport(t, "-start-cluster", "3", "-json", "-local=-1ms")
+	r := decode(t, out)
+	if r.Backend != "cluster" || !strings.Contains(r.Server, "cluster of 3 masters") {
+		t.Errorf("backend %q server %q, want a cluster of 3 masters", r.Backend, r.Server)
+	}
+	for _, rw := range r.Rows {
+		if rw.Kind != "ours" && rw.Kind != "peer" && rw.Kind != "floor" {
+			continue
+		}
+		if rw.Error != "" {
+			t.Errorf("row %q: %s", rw.Name, rw.Error)
+			continue
+		}
+		if rw.Commands == nil || *rw.Commands < 1 {
+			t.Errorf("row %q: commands per decision %v, want >= 1 (counters summed over every master)", rw.Name, rw.Commands)
+		}
+		if rw.BytesAfterLimit == nil || *rw.BytesAfterLimit <= 0 {
+			t.Errorf("row %q: bytes per subject %v (%s)", rw.Name, rw.BytesAfterLimit, rw.MemoryNote)
+		}
+		for _, c := range rw.Speed {
+			if c.Errors > 0 || c.PerSecond <= 0 {
+				t.Errorf("row %q c=%d: %.0f/s, %d errors: %s", rw.Name, c.Concurrency, c.PerSecond, c.Errors, c.FirstError)
+			}
+		}
+	}
+}
+
 func TestReportRejectsChartWithoutMemory(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), append(append([]string{}, tiny...), "-chart", filepath.Join(t.TempDir(), "c.svg")), &stdout, &stderr)

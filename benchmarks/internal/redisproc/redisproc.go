@@ -152,7 +152,8 @@ func (c *Cluster) Close() {
 }
 
 // StartCluster starts n cluster-enabled redis-servers, splits the 16384 hash
-// slots evenly between them, joins them and waits for cluster_state:ok.
+// slots evenly between them, joins them and waits until every node knows
+// every other and reports cluster_state:ok.
 func StartCluster(n int) (*Cluster, error) {
 	c := &Cluster{}
 	for range n {
@@ -194,7 +195,8 @@ func StartCluster(n int) (*Cluster, error) {
 		ok := true
 		for _, cl := range clients {
 			info, err := cl.ClusterInfo(ctx).Result()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			if err != nil || !strings.Contains(info, "cluster_state:ok") ||
+				!strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r") {
 				ok = false
 				break
 			}

@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,6 +22,7 @@ type backend struct {
 	admin   redis.UniversalClient // INFO, SCAN, MEMORY USAGE, cleanup
 	rts     atomic.Int64          // round trips made by work
 	version string
+	masters []*redis.Client // a cluster's masters, for INFO and SCAN
 }
 
 // counter counts round trips: one per command or pipeline sent to a node.
@@ -84,6 +87,12 @@ func openBackend(ctx context.Context, o Options) (*backend, error) {
 		b.close()
 		return nil, fmt.Errorf("report: %s: %w", strings.Join(o.Addrs, ","), err)
 	}
+	if o.Backend == BackendCluster {
+		if err := b.findMasters(ctx, o); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
 	var v []string
 	err := b.eachNode(ctx, func(ctx context.Context, c *redis.Client) error {
 		info, err := c.Info(ctx, "server").Result()
@@ -109,6 +118,9 @@ func (b *backend) real() bool { return b.mr == nil }
 func (b *backend) close() {
 	b.work.Close()
 	b.admin.Close()
+	for _, m := range b.masters {
+		m.Close()
+	}
 	if b.mr != nil {
 		b.mr.Close()
 	}
@@ -117,26 +129,47 @@ func (b *backend) close() {
 // eachNode runs fn on the single server, or on every master of a cluster
 // (one at a time, so fn needs no locking).
 func (b *backend) eachNode(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
-	switch c := b.admin.(type) {
-	case *redis.Client:
+	if c, ok := b.admin.(*redis.Client); ok {
 		return fn(ctx, c)
-	case *redis.ClusterClient:
-		var clients []*redis.Client
-		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			clients = append(clients, n)
-			return nil
-		})
-		if err != nil {
+	}
+	for _, n := range b.masters {
+		if err := fn(ctx, n); err != nil {
 			return err
 		}
-		for _, n := range clients {
-			if err := fn(ctx, n); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	return fmt.Errorf("report: unexpected client %T", b.admin)
+	return nil
+}
+
+// findMasters waits until the cluster's slots are all served and then
+// connects to each master, so that counters are always summed over the same
+// nodes (a client's view of a young cluster may still lack some).
+func (b *backend) findMasters(ctx context.Context, o Options) error {
+	c := b.admin.(*redis.ClusterClient)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		slots, err := c.ClusterSlots(ctx).Result()
+		if err == nil {
+			covered := 0
+			addrs := map[string]bool{}
+			for _, s := range slots {
+				covered += s.End - s.Start + 1
+				if len(s.Nodes) > 0 {
+					addrs[s.Nodes[0].Addr] = true
+				}
+			}
+			if covered == 16384 {
+				for _, a := range slices.Sorted(maps.Keys(addrs)) {
+					b.masters = append(b.masters, redis.NewClient(&redis.Options{Addr: a}))
+				}
+				return nil
+			}
+			err = fmt.Errorf("%d of 16384 slots served", covered)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("report: cluster at %s: %w", strings.Join(o.Addrs, ","), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // stats is a snapshot of the server's counters.
