@@ -35,7 +35,7 @@
 //
 // # Storage
 //
-// One plain string key per subject, at <prefix>gcra:{<subject>} (see
+// One plain string key per subject, at <prefix>gc:{<subject>} (see
 // strategy.KeyFor), holding TAT as an integer: the Unix time in whole ms,
 // followed, when lp > 1, by the remainder in 1/lp ms zero-padded to the
 // digits of lp - 1. For 100 per minute (lp 1) the value is just the TAT in

@@ -14,8 +14,10 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// Tag is the algorithm's part of every key: <prefix>gcra:{<subject>}.
-const Tag = "gcra"
+// Tag is the algorithm's part of every key: <prefix>gc:{<subject>}. Two
+// letters, like the other tags: a key name of 14 bytes or less (rl:gc:{u1234})
+// costs 16 bytes less in Redis than one of 15 to 30.
+const Tag = "gc"
 
 //go:embed gcra.lua
 var scriptSrc string

@@ -256,12 +256,12 @@ func TestKeyLayout(t *testing.T) {
 	_, rdb := conformance.Miniredis(t)
 	st, _ := gcra.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
 	for subject, want := range map[string]string{
-		"user:42":   "app:gcra:{user:42}",
-		"{x}":       "app:gcra:{%7Bx%7D}",
-		"a#1":       "app:gcra:{a%231}",
-		"100%":      "app:gcra:{100%25}",
-		"ключ":      "app:gcra:{ключ}",
-		"nul\x00in": "app:gcra:{nul\x00in}",
+		"user:42":   "app:gc:{user:42}",
+		"{x}":       "app:gc:{%7Bx%7D}",
+		"a#1":       "app:gc:{a%231}",
+		"100%":      "app:gc:{100%25}",
+		"ключ":      "app:gc:{ключ}",
+		"nul\x00in": "app:gc:{nul\x00in}",
 	} {
 		if got := st.Key(subject); got != want {
 			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
