@@ -143,10 +143,23 @@ type failure struct {
 	local    strategy.Strategy // FailLocal: the twin with LocalShare of the limit
 	deny     *denyCache        // nil when off
 	capacity int64             // the capacity a Result reports
+	inline   bool              // the client stops at the context's deadline: call it on the caller's goroutine
+}
+
+// honoursDeadlines reports whether rdb is a *redis.Client built with
+// ContextTimeoutEnabled: it then stops reading and writing at the context's
+// deadline itself, and dials and waits for a pooled connection under the
+// same context, so a decision can call it on the caller's goroutine and
+// still return by the deadline. Other clients (a ClusterClient, whose slot
+// loading is not bound by the call's context, a Ring, or a Client without
+// the option) are called on a goroutine of their own.
+func honoursDeadlines(rdb redis.Scripter) bool {
+	c, ok := rdb.(*redis.Client)
+	return ok && c.Options().ContextTimeoutEnabled
 }
 
 // setupFailure equips l, built by New, with its failure handling.
-func (l *Limiter) setupFailure(opts []Option) error {
+func (l *Limiter) setupFailure(rdb redis.Scripter, opts []Option) error {
 	var o options
 	for _, opt := range opts {
 		if opt != nil {
@@ -157,7 +170,7 @@ func (l *Limiter) setupFailure(opts []Option) error {
 		return err
 	}
 	a := algorithms[l.cfg.Algorithm]
-	f := &failure{policy: l.cfg.OnFailure, timeout: l.cfg.Timeout, breaker: o.breaker}
+	f := &failure{policy: l.cfg.OnFailure, timeout: l.cfg.Timeout, breaker: o.breaker, inline: honoursDeadlines(rdb)}
 	if f.policy == "" {
 		f.policy = FailOpen
 	}
@@ -407,6 +420,14 @@ type reply struct {
 func (f *failure) call(ctx context.Context, fn func(context.Context) (Result, error)) (Result, error) {
 	ctx2, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	if f.inline {
+		r, err := fn(ctx2)
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return Result{}, fmt.Errorf("%w: ratelimit: no reply from Redis within Timeout %s: %w",
+				strategy.ErrBackend, f.timeout, err)
+		}
+		return r, err
+	}
 	done := make(chan reply, 1)
 	go func() {
 		r, err := fn(ctx2)

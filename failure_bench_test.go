@@ -65,6 +65,15 @@ func BenchmarkDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run("limiter", func(b *testing.B) { runDecisions(b, l.Allow, false) })
+		// a client that stops at the context's deadline is called on the
+		// caller's goroutine: no goroutine and timer per decision
+		cte := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+		b.Cleanup(func() { cte.Close() })
+		lc, err := ratelimit.New(cte, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("limiter, ContextTimeoutEnabled", func(b *testing.B) { runDecisions(b, lc.Allow, false) })
 		// the strategy alone: what the timeout guard and breaker add
 		b.Run("strategy alone", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {

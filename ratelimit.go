@@ -224,7 +224,7 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.setupFailure(opts); err != nil {
+	if err := l.setupFailure(rdb, opts); err != nil {
 		return nil, err
 	}
 	return l, nil
