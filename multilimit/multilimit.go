@@ -178,8 +178,8 @@ func (l *Limiter) AllowNEach(ctx context.Context, key string, n int64) (strategy
 	args := make([]any, 0, 2+len(l.args))
 	args = append(args, n, redisx.NowArg(l.opts.Clock))
 	args = append(args, l.args...)
-	v, err := redisx.Run(ctx, l.rdb, script, l.Keys(key), 1+3*len(l.rules), args...)
-	if err != nil {
+	v := make([]int64, 1+3*len(l.rules))
+	if err := redisx.Run(ctx, l.rdb, script, l.Keys(key), v, args...); err != nil {
 		return strategy.Result{}, nil, err
 	}
 	each := make([]strategy.Result, len(l.rules))

@@ -29,35 +29,36 @@ func NowArg(c strategy.Clock) int64 {
 }
 
 // Run runs s on rdb with EVALSHA, falling back to EVAL only on an explicit
-// NOSCRIPT reply, and returns its integer array reply, which must have want
-// elements. Errors wrap strategy.ErrBackend and the cause.
-func Run(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string, want int, args ...any) ([]int64, error) {
+// NOSCRIPT reply, and decodes its integer array reply into out, which the
+// reply must fill exactly. Errors wrap strategy.ErrBackend and the cause.
+func Run(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string, out []int64, args ...any) error {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
 	v, err := s.Run(ctx, rdb, keys, args...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) != want {
-		return nil, fmt.Errorf("%w: script reply: want %d integers, got %T %v", strategy.ErrBackend, want, v, v)
+	if !ok || len(arr) != len(out) {
+		return fmt.Errorf("%w: script reply: want %d integers, got %T %v", strategy.ErrBackend, len(out), v, v)
 	}
-	out := make([]int64, want)
 	for i, e := range arr {
 		n, ok := e.(int64)
 		if !ok {
-			return nil, fmt.Errorf("%w: script reply element %d: want integer, got %T %v", strategy.ErrBackend, i, e, e)
+			return fmt.Errorf("%w: script reply element %d: want integer, got %T %v", strategy.ErrBackend, i, e, e)
 		}
 		out[i] = n
 	}
-	return out, nil
+	return nil
 }
 
-// Decision runs a decision script (see the package doc) and returns its Result.
+// Decision runs a decision script (see the package doc) and returns its
+// Result. The reply is decoded into an array on the stack: no allocation
+// per decision beyond what go-redis makes.
 func Decision(ctx context.Context, rdb redis.Scripter, s *redis.Script, key string, capacity int64, args ...any) (strategy.Result, error) {
-	v, err := Run(ctx, rdb, s, []string{key}, 4, args...)
-	if err != nil {
+	var v [4]int64
+	if err := Run(ctx, rdb, s, []string{key}, v[:], args...); err != nil {
 		return strategy.Result{}, err
 	}
 	return ResultOf(v[0] == 1, capacity, v[1], v[2], v[3]), nil
