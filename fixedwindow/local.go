@@ -3,6 +3,7 @@ package fixedwindow
 import (
 	"context"
 
+	"github.com/ratekit/ratelimit/internal/exact"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/internal/redisx"
@@ -54,7 +55,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		return strategy.Result{}, err
 	}
 	limit, window := l.t.Lim.Limit, l.windowMs
-	idx := floorDiv(now, window)
+	idx := exact.FloorDiv(now, window)
 	end := (idx + 1) * window
 	left := end - now
 	var res strategy.Result
@@ -85,15 +86,6 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		return (c.idx + 1) * window
 	})
 	return res, nil
-}
-
-// floorDiv is a / b rounded towards minus infinity, as Lua's math.floor(a / b).
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
 }
 
 // Peek reports key's state now without counting anything.

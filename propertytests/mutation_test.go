@@ -158,7 +158,7 @@ local k = count + want - limit`,
 		name: "fixed window twin: window edge off by one (the edge instant still in the old window)",
 		file: "fixedwindow/local.go",
 		edits: []edit{
-			{old: `idx := floorDiv(now, window)`, new: `idx := floorDiv(now-1, window)`},
+			{old: `idx := exact.FloorDiv(now, window)`, new: `idx := exact.FloorDiv(now-1, window)`},
 			{old: `left := end - now`, new: `left := max(end-now, 1)`},
 		},
 		subjects: "fixedwindow", backends: "local",

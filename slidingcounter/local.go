@@ -3,6 +3,7 @@ package slidingcounter
 import (
 	"context"
 
+	"github.com/ratekit/ratelimit/internal/exact"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/internal/redisx"
@@ -58,7 +59,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		return strategy.Result{}, err
 	}
 	limit, w := l.t.Lim.Limit, l.windowMs
-	idx := floorDiv(now, w)
+	idx := exact.FloorDiv(now, w)
 	elapsed := now - idx*w
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(s *counts) int64 {
@@ -105,15 +106,6 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		return 0
 	})
 	return res, nil
-}
-
-// floorDiv is a / b rounded towards minus infinity, as Lua's math.floor(a / b).
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
 }
 
 // Peek reports key's state now without recording anything.

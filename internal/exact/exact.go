@@ -52,3 +52,13 @@ func gcd(a, b int64) int64 {
 	}
 	return a
 }
+
+// FloorDiv is a / b rounded towards minus infinity, as Lua's
+// math.floor(a / b): the window index of a (possibly negative) instant.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
