@@ -17,10 +17,10 @@ type Pair func(t *testing.T, lim strategy.Limit, clock *Clock) (redis, local str
 
 // Differential drives a Redis strategy and its local twin with the same
 // random sequence of (time step, subject, cost n, operation) over several
-// limits and checks that every Result is identical. The seed is printed on
-// failure; RATELIMIT_DIFF_SEED replays one, RATELIMIT_DIFF_OPS sets the
-// number of operations per limit (default 400).
-func Differential(t *testing.T, pair Pair) {
+// limits, then the extra ones, and checks that every Result is identical.
+// The seed is printed on failure; RATELIMIT_DIFF_SEED replays one,
+// RATELIMIT_DIFF_OPS sets the number of operations per limit (default 400).
+func Differential(t *testing.T, pair Pair, extra ...strategy.Limit) {
 	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("RATELIMIT_DIFF_SEED"); s != "" {
@@ -37,7 +37,7 @@ func Differential(t *testing.T, pair Pair) {
 		{Limit: 7, Window: 333 * time.Millisecond, Burst: 3},
 		{Limit: 100, Window: time.Minute},
 	}
-	for _, lim := range limits {
+	for _, lim := range append(limits, extra...) {
 		t.Run(lim.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			clock := NewClock(Epoch.Add(time.Duration(rng.IntN(1000)) * time.Millisecond))
@@ -64,7 +64,9 @@ func Differential(t *testing.T, pair Pair) {
 					rr, rerr = r.Peek(ctx, key)
 					lr, lerr = l.Peek(ctx, key)
 				default:
-					n := rng.Int64N(max(lim.Capacity()/2, 1)+2) + int64(rng.IntN(2))
+					// costs up to half the capacity, at most 100 (a sliding
+					// log records one entry per unit)
+					n := rng.Int64N(min(max(lim.Capacity()/2, 1), 100)+2) + int64(rng.IntN(2))
 					what = fmt.Sprintf("AllowN(%d)", n)
 					rr, rerr = r.AllowN(ctx, key, n)
 					lr, lerr = l.AllowN(ctx, key, n)

@@ -83,8 +83,8 @@ func RunBackends[R, L strategy.Strategy](t *testing.T, s Subject, newRedis NewRe
 }
 
 // DifferentialOf runs Differential over the strategy that newRedis makes on
-// miniredis and the twin that newLocal makes.
-func DifferentialOf[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+// miniredis and the twin that newLocal makes, with the extra limits.
+func DifferentialOf[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L], extra ...strategy.Limit) {
 	t.Helper()
 	Differential(t, func(t *testing.T, lim strategy.Limit, c *Clock) (strategy.Strategy, strategy.Strategy) {
 		_, rdb := Miniredis(t)
@@ -97,5 +97,5 @@ func DifferentialOf[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], 
 			t.Fatal(err)
 		}
 		return r, l
-	})
+	}, extra...)
 }

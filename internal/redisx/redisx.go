@@ -1,8 +1,21 @@
 // Package redisx runs the strategies' Lua scripts and decodes their replies.
 //
-// Every decision script returns the same four integers:
+// Every decision script returns either one integer or four.
+//
+// An allowed decision (retry after 0) whose numbers fit returns the one
+// integer
+//
+//	reset after in ms * (capacity + 1) + remaining
+//
+// (0 <= remaining <= capacity, and the script checks the value is below
+// 2^53 so that Lua's float arithmetic is exact). Every other decision
+// returns the table
 //
 //	{allowed (0 or 1), remaining, retry after in ms (-1: never), reset after in ms}
+//
+// Redis turns a Lua table into a reply array, and go-redis turns that into
+// a []any of boxed integers: measured on a real Redis, the one integer cuts
+// the cost of a whole allowed decision by several percent.
 package redisx
 
 import (
@@ -39,6 +52,12 @@ func Run(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string
 	if err != nil {
 		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
+	return decode(v, out)
+}
+
+// decode decodes an integer array reply into out, which it must fill
+// exactly.
+func decode(v any, out []int64) error {
 	arr, ok := v.([]any)
 	if !ok || len(arr) != len(out) {
 		return fmt.Errorf("%w: script reply: want %d integers, got %T %v", strategy.ErrBackend, len(out), v, v)
@@ -53,15 +72,34 @@ func Run(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string
 	return nil
 }
 
-// Decision runs a decision script (see the package doc) and returns its
-// Result. The reply is decoded into an array on the stack: no allocation
-// per decision beyond what go-redis makes.
+// Decision runs a decision script (see the package doc) whose capacity is
+// capacity, and returns its Result. A table reply is decoded into an array
+// on the stack: no allocation per decision beyond what go-redis makes.
 func Decision(ctx context.Context, rdb redis.Scripter, s *redis.Script, key string, capacity int64, args ...any) (strategy.Result, error) {
-	var v [4]int64
-	if err := Run(ctx, rdb, s, []string{key}, v[:], args...); err != nil {
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	v, err := s.Run(ctx, rdb, []string{key}, args...).Result()
+	if err != nil {
+		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	if x, ok := v.(int64); ok {
+		return Allowed(x, capacity)
+	}
+	var out [4]int64
+	if err := decode(v, out[:]); err != nil {
 		return strategy.Result{}, err
 	}
-	return ResultOf(v[0] == 1, capacity, v[1], v[2], v[3]), nil
+	return ResultOf(out[0] == 1, capacity, out[1], out[2], out[3]), nil
+}
+
+// Allowed decodes the one-integer reply of an allowed decision (see the
+// package doc).
+func Allowed(x, capacity int64) (strategy.Result, error) {
+	if x < 0 {
+		return strategy.Result{}, fmt.Errorf("%w: script reply: want a decision, got %d", strategy.ErrBackend, x)
+	}
+	return ResultOf(true, capacity, x%(capacity+1), 0, x/(capacity+1)), nil
 }
 
 // ResultOf builds a Result from a decision in milliseconds; retryMs < 0
