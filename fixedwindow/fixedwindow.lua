@@ -2,7 +2,9 @@
 -- KEYS[1]  the subject's counter: (window index mod 4096) * 2^41 + units
 --          counted in that window; it expires when the window ends
 -- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME)
--- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
+-- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
+--          below 2^53; else {allowed, remaining, retry after ms (-1: never),
+--          reset after ms}
 --
 -- Every value is an integer below 2^53, so float arithmetic is exact. (ARGV
 -- and TIME strings are turned into numbers by arithmetic, which is cheaper
@@ -40,17 +42,20 @@ end
 if count + want > limit then
   return {0, math.max(limit - count, 0), left, left}
 end
+local reset = left
 if n == 0 then
-  local reset = 0
-  if count > 0 then
-    reset = left
+  if count == 0 then
+    reset = 0
   end
-  return {1, limit - count, 0, reset}
-end
-if count > 0 then
+elseif count > 0 then
   -- this window's counter: it already expires when the window ends
-  redis.call('INCRBY', KEYS[1], n)
+  redis.call('INCRBY', KEYS[1], ARGV[3])
 else
   redis.call('SET', KEYS[1], base + n, 'PX', left)
 end
-return {1, limit - count - n, 0, left}
+local remaining = limit - count - n
+local x = reset * (limit + 1) + remaining
+if x < 9007199254740992 then
+  return x
+end
+return {1, remaining, 0, reset}

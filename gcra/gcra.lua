@@ -5,17 +5,23 @@
 -- ARGV     lp, wp (the emission interval in 1/lp ms), capacity in units,
 --          n (0: peek), now in ms (-1: server TIME), digits, format of the
 --          value when digits > 0 ("%d%0<digits>d")
--- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
+-- returns  when allowed, reset after ms * (capacity + 1) + remaining if that
+--          is below 2^53; else {allowed, remaining, retry after ms (-1:
+--          never), reset after ms}
+--
+-- (ARGV and TIME strings are turned into numbers by arithmetic, which is
+-- cheaper than tonumber.)
 local key = KEYS[1]
-local lp = tonumber(ARGV[1])
-local wp = tonumber(ARGV[2])
-local cap = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
-local digits = tonumber(ARGV[6])
+local lp = ARGV[1] + 0
+local wp = ARGV[2] + 0
+local cap = ARGV[3] + 0
+local n = ARGV[4] + 0
+local now = ARGV[5] + 0
+local digits = ARGV[6] + 0
 if now < 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 end
 local full = cap * wp
 -- ahead: how far TAT is after now, in 1/lp ms; 0 once it has passed
@@ -49,14 +55,21 @@ local after = ahead + want * wp
 if after > full then
   return {0, remaining, math.ceil((after - full) / lp), math.ceil(ahead / lp)}
 end
+local reset
 if n == 0 then
-  return {1, remaining, 0, math.ceil(ahead / lp)}
+  reset = math.ceil(ahead / lp)
+else
+  local ms = math.floor(after / lp)
+  local tat = now + ms
+  if digits > 0 then
+    tat = string.format(ARGV[7], tat, after - ms * lp)
+  end
+  reset = math.ceil(after / lp)
+  redis.call('SET', key, tat, 'PX', reset)
+  remaining = math.floor((full - after) / wp)
 end
-local ms = math.floor(after / lp)
-local tat = now + ms
-if digits > 0 then
-  tat = string.format(ARGV[7], tat, after - ms * lp)
+local x = reset * (cap + 1) + remaining
+if x < 9007199254740992 then
+  return x
 end
-local reset = math.ceil(after / lp)
-redis.call('SET', key, tat, 'PX', reset)
-return {1, math.floor((full - after) / wp), 0, reset}
+return {1, remaining, 0, reset}

@@ -46,7 +46,7 @@ var mutants = []mutant{
 	if err != nil || n == 0 || n > l.b.Lim.Limit || chk.Remaining < n {
 		return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, n, l.mod, now)
 	}
-	res, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, strategy.MaxUnits, l.windowMs, n, l.mod, now)
+	res, err := redisx.Decision(ctx, l.b.RDB, script, k, strategy.MaxUnits, strategy.MaxUnits, l.windowMs, n, l.mod, now)
 	res.Limit, res.Remaining = l.b.Lim.Limit, chk.Remaining-n
 	return res, err`,
 		}},
@@ -104,7 +104,7 @@ local k = count + want - limit`,
 	{
 		name:     "sliding log: PEXPIRE dropped",
 		file:     "slidinglog/slidinglog.lua",
-		edits:    []edit{{old: `  redis.call('PEXPIRE', key, window)` + "\n", new: "\n"}},
+		edits:    []edit{{old: `    redis.call('PEXPIRE', key, ARGV[2])` + "\n", new: "\n"}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
@@ -222,7 +222,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	{
 		name:     "sliding counter: expiry dropped",
 		file:     "slidingcounter/slidingcounter.lua",
-		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', 2 * window - elapsed)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n)`}},
+		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n)`}},
 		subjects: "slidingcounter", backends: "redis",
 	},
 	{

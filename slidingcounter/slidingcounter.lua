@@ -5,7 +5,9 @@
 --          or a string "<tag>:<curr>:<prev>" (written for larger limits);
 --          both are read whatever the limit
 -- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME)
--- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
+-- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
+--          below 2^53; else {allowed, remaining, retry after ms (-1: never),
+--          reset after ms}
 --
 -- The estimate of the units in (now - window, now] is
 --   used = curr + ceil(prev * (window - elapsed) / window)
@@ -68,19 +70,24 @@ if want > limit then
   return {0, math.max(limit - used, 0), -1, reset}
 end
 if used + want <= limit then
-  if n == 0 then
-    return {1, limit - used, 0, reset}
+  if n > 0 then
+    reset = 2 * window - elapsed
+    if inplace and limit < 1048576 then
+      -- curr + n <= limit < 2^20: no carry; the key already expires when
+      -- the next window ends
+      redis.call('INCRBY', KEYS[1], ARGV[3])
+    elseif limit < 1048576 then
+      redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)
+    else
+      redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. prev, 'PX', reset)
+    end
   end
-  if inplace and limit < 1048576 then
-    -- curr + n <= limit < 2^20: no carry; the key already expires when the
-    -- next window ends
-    redis.call('INCRBY', KEYS[1], n)
-  elseif limit < 1048576 then
-    redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', 2 * window - elapsed)
-  else
-    redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. prev, 'PX', 2 * window - elapsed)
+  local remaining = limit - used - n
+  local x = reset * (limit + 1) + remaining
+  if x < 9007199254740992 then
+    return x
   end
-  return {1, limit - used - n, 0, 2 * window - elapsed}
+  return {1, remaining, 0, reset}
 end
 
 -- Denied: the earliest ms at which the request passes if nothing else is

@@ -29,6 +29,26 @@ func TestDifferential(t *testing.T) {
 	conformance.DifferentialOf(t, slidingcounter.New, slidingcounter.NewLocal)
 }
 
+// TestLargeAllowedReply takes the script's path for an allowed decision
+// whose reset after ms * (limit + 1) + remaining is 2^53 or more: it must
+// come back as the table, on miniredis and a real Redis alike.
+func TestLargeAllowedReply(t *testing.T) {
+	const w = 1 << 22 // limit * window = 2^52, the most the constructor allows
+	lim := strategy.Limit{Limit: 1 << 30, Window: w * time.Millisecond}
+	// at a window's first ms the reset after is 2 windows: 2^23 * (2^30 + 1) > 2^53
+	start := time.UnixMilli((conformance.Epoch.UnixMilli()/w + 1) * w)
+	want := strategy.Result{Allowed: true, Limit: 1 << 30, Remaining: 1<<30 - 3, ResetAfter: 2 * w * time.Millisecond}
+	for _, backend := range conformance.BackendNames() {
+		t.Run(backend, func(t *testing.T) {
+			clock := conformance.NewClock(start)
+			st := conformance.Backend(t, backend, lim, clock, slidingcounter.New, slidingcounter.NewLocal)
+			if got, err := st.AllowN(ctx, "big", 3); err != nil || got != want {
+				t.Fatalf("AllowN(3) = %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+}
+
 // compare drives r and l with ops random (time step, subject, n) steps and
 // fails on the first Result that differs. step returns the next time.
 func compare(t *testing.T, r, l strategy.Strategy, clock *conformance.Clock, ops int, seed uint64, step func(rng *rand.Rand, now int64) int64, cost func(rng *rand.Rand) int64) {

@@ -1,16 +1,22 @@
 -- Exact sliding window log on one sorted set.
 -- KEYS[1]  the subject's sorted set: score = time in ms, member = small integer
 -- ARGV     limit, window ms, n (0: peek), member modulus, now ms (-1: server TIME)
--- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
+-- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
+--          below 2^53; else {allowed, remaining, retry after ms (-1: never),
+--          reset after ms}
+--
+-- (ARGV and TIME strings are turned into numbers by arithmetic, which is
+-- cheaper than tonumber.)
 local key = KEYS[1]
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-local mod = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
+local limit = ARGV[1] + 0
+local window = ARGV[2] + 0
+local n = ARGV[3] + 0
+local mod = ARGV[4] + 0
+local now = ARGV[5] + 0
 if now < 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 end
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
@@ -35,37 +41,43 @@ if want > limit then
 end
 
 if count + want <= limit then
+  local reset = window
   if n == 0 then
-    local reset = 0
+    reset = 0
     if count > 0 then
       local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-      reset = tonumber(newest[2]) + window - now
+      reset = newest[2] + window - now
     end
-    return {1, limit - count, 0, reset}
+  else
+    -- Members are small integers, cheap in a listpack. Starting from
+    -- (now + count) keeps a same-millisecond burst collision-free; NX never
+    -- overwrites a live entry, so a collision only moves on to the next
+    -- candidate, and at most limit of the mod candidates are live.
+    local cand = (now + count) % mod
+    local added = 0
+    local tried = 0
+    while added < n do
+      if tried > mod + n then
+        return redis.error_reply('ratelimit: no free sliding log member')
+      end
+      local batch = {}
+      local b = math.min(n - added, 512)
+      for j = 1, b do
+        batch[2 * j - 1] = now
+        batch[2 * j] = cand
+        cand = (cand + 1) % mod
+      end
+      tried = tried + b
+      added = added + redis.call('ZADD', key, 'NX', unpack(batch))
+    end
+    redis.call('PEXPIRE', key, ARGV[2])
   end
-  -- Members are small integers, cheap in a listpack. Starting from
-  -- (now + count) keeps a same-millisecond burst collision-free; NX never
-  -- overwrites a live entry, so a collision only moves on to the next
-  -- candidate, and at most limit of the mod candidates are live.
-  local cand = (now + count) % mod
-  local added = 0
-  local tried = 0
-  while added < n do
-    if tried > mod + n then
-      return redis.error_reply('ratelimit: no free sliding log member')
-    end
-    local batch = {}
-    local b = math.min(n - added, 512)
-    for j = 1, b do
-      batch[2 * j - 1] = now
-      batch[2 * j] = cand
-      cand = (cand + 1) % mod
-    end
-    tried = tried + b
-    added = added + redis.call('ZADD', key, 'NX', unpack(batch))
+  local remaining = limit - count - n
+  local x = reset * (limit + 1) + remaining
+  if x < 9007199254740992 then
+    return x
   end
-  redis.call('PEXPIRE', key, window)
-  return {1, limit - count - n, 0, window}
+  return {1, remaining, 0, reset}
 end
 
 -- Denied: the (count + want - limit)-th oldest live entry must leave first.

@@ -2,16 +2,22 @@
 -- KEYS[1]  the subject's hash: t = tokens x wp, l = last refill in ms
 -- ARGV     lp (units refilled per ms), wp (units per token), capacity in
 --          tokens, n (0: peek), now in ms (-1: server TIME)
--- returns  {allowed, remaining, retry after ms (-1: never), reset after ms}
+-- returns  when allowed, reset after ms * (capacity + 1) + remaining if that
+--          is below 2^53; else {allowed, remaining, retry after ms (-1:
+--          never), reset after ms}
+--
+-- (ARGV and TIME strings are turned into numbers by arithmetic, which is
+-- cheaper than tonumber.)
 local key = KEYS[1]
-local lp = tonumber(ARGV[1])
-local wp = tonumber(ARGV[2])
-local cap = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
+local lp = ARGV[1] + 0
+local wp = ARGV[2] + 0
+local cap = ARGV[3] + 0
+local n = ARGV[4] + 0
+local now = ARGV[5] + 0
 if now < 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
 end
 local full = cap * wp
 local tokens = full
@@ -44,11 +50,17 @@ local need = want * wp
 if need > tokens then
   return {0, remaining, math.ceil((need - tokens) / lp), math.ceil((full - tokens) / lp)}
 end
-if n == 0 then
-  return {1, remaining, 0, math.ceil((full - tokens) / lp)}
+if n > 0 then
+  tokens = tokens - need
+  remaining = math.floor(tokens / wp)
 end
-tokens = tokens - need
 local reset = math.ceil((full - tokens) / lp)
-redis.call('HSET', key, 't', tokens, 'l', last)
-redis.call('PEXPIRE', key, reset)
-return {1, math.floor(tokens / wp), 0, reset}
+if n > 0 then
+  redis.call('HSET', key, 't', tokens, 'l', last)
+  redis.call('PEXPIRE', key, reset)
+end
+local x = reset * (cap + 1) + remaining
+if x < 9007199254740992 then
+  return x
+end
+return {1, remaining, 0, reset}
