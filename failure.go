@@ -413,7 +413,8 @@ type reply struct {
 // by the context's deadline only when the client was built with
 // ContextTimeoutEnabled (otherwise by its ReadTimeout, 5s by default), and
 // even then not every path (dialing, cluster slot loading) honours it; so fn
-// runs on a goroutine of its own, and the caller is released at the deadline.
+// runs on a worker goroutine (see workers), and the caller is released at the
+// deadline.
 // An abandoned fn ends when go-redis gives up: at once with
 // ContextTimeoutEnabled, after ReadTimeout otherwise; its context is
 // cancelled, so go-redis neither waits for a pooled connection nor retries.
@@ -428,15 +429,15 @@ func (f *failure) call(ctx context.Context, fn func(context.Context) (Result, er
 		}
 		return r, err
 	}
-	done := make(chan reply, 1)
-	go func() {
-		r, err := fn(ctx2)
-		done <- reply{r, err}
-	}()
+	j := pool.start(ctx2, fn)
 	select {
-	case rep := <-done:
+	case rep := <-j.out:
 		return rep.r, rep.err
 	case <-ctx2.Done():
+		if !j.abandon() { // the reply came as the deadline passed
+			rep := <-j.out
+			return rep.r, rep.err
+		}
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 		}
