@@ -29,8 +29,9 @@ import (
 // more than refusing service (logins, password resets, paid APIs), and
 // FailLocal to keep an approximate limit per process.
 //
-// Each call to Redis runs under Config.Timeout on a goroutine of its own, so
-// a decision returns on time whatever the client's settings. Build the
+// Each call to Redis runs under Config.Timeout, off the caller's goroutine
+// (on a pooled worker) unless the client stops at the context's deadline
+// itself, so a decision returns on time whatever the client's settings. Build the
 // go-redis client with ContextTimeoutEnabled so that it, too, stops at that
 // deadline and frees the connection (without it an abandoned call holds its
 // connection until the client's ReadTimeout), and keep ReadTimeout at least
@@ -152,7 +153,7 @@ type failure struct {
 // same context, so a decision can call it on the caller's goroutine and
 // still return by the deadline. Other clients (a ClusterClient, whose slot
 // loading is not bound by the call's context, a Ring, or a Client without
-// the option) are called on a goroutine of their own.
+// the option) are called on a worker goroutine (see workers).
 func honoursDeadlines(rdb redis.Scripter) bool {
 	c, ok := rdb.(*redis.Client)
 	return ok && c.Options().ContextTimeoutEnabled
