@@ -425,8 +425,7 @@ func (f *failure) call(ctx context.Context, fn func(context.Context) (Result, er
 	if f.inline {
 		r, err := fn(ctx2)
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return Result{}, fmt.Errorf("%w: ratelimit: no reply from Redis within Timeout %s: %w",
-				strategy.ErrBackend, f.timeout, err)
+			return Result{}, f.timedOut(err)
 		}
 		return r, err
 	}
@@ -442,9 +441,14 @@ func (f *failure) call(ctx context.Context, fn func(context.Context) (Result, er
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 		}
-		return Result{}, fmt.Errorf("%w: ratelimit: no reply from Redis within Timeout %s: %w",
-			strategy.ErrBackend, f.timeout, context.DeadlineExceeded)
+		return Result{}, f.timedOut(context.DeadlineExceeded)
 	}
+}
+
+// timedOut is the error of a call that Redis did not answer within Timeout.
+func (f *failure) timedOut(cause error) error {
+	return fmt.Errorf("%w: ratelimit: no reply from Redis within Timeout %s: %w",
+		strategy.ErrBackend, f.timeout, cause)
 }
 
 // classify tells the breaker what err says about Redis. ctx is the caller's.

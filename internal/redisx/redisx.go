@@ -45,14 +45,24 @@ func NowArg(c strategy.Clock) int64 {
 // NOSCRIPT reply, and decodes its integer array reply into out, which the
 // reply must fill exactly. Errors wrap strategy.ErrBackend and the cause.
 func Run(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string, out []int64, args ...any) error {
+	v, err := eval(ctx, rdb, s, keys, args)
+	if err != nil {
+		return err
+	}
+	return decode(v, out)
+}
+
+// eval runs s on rdb unless ctx is done, and returns its reply. Errors wrap
+// strategy.ErrBackend and the cause.
+func eval(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
 	v, err := s.Run(ctx, rdb, keys, args...).Result()
 	if err != nil {
-		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
-	return decode(v, out)
+	return v, nil
 }
 
 // decode decodes an integer array reply into out, which it must fill
@@ -76,15 +86,12 @@ func decode(v any, out []int64) error {
 // capacity, and returns its Result. A table reply is decoded into an array
 // on the stack: no allocation per decision beyond what go-redis makes.
 func Decision(ctx context.Context, rdb redis.Scripter, s *redis.Script, key string, capacity int64, args ...any) (strategy.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-	}
-	v, err := s.Run(ctx, rdb, []string{key}, args...).Result()
+	v, err := eval(ctx, rdb, s, []string{key}, args)
 	if err != nil {
-		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return strategy.Result{}, err
 	}
 	if x, ok := v.(int64); ok {
-		return Allowed(x, capacity)
+		return allowed(x, capacity)
 	}
 	var out [4]int64
 	if err := decode(v, out[:]); err != nil {
@@ -93,9 +100,9 @@ func Decision(ctx context.Context, rdb redis.Scripter, s *redis.Script, key stri
 	return ResultOf(out[0] == 1, capacity, out[1], out[2], out[3]), nil
 }
 
-// Allowed decodes the one-integer reply of an allowed decision (see the
+// allowed decodes the one-integer reply of an allowed decision (see the
 // package doc).
-func Allowed(x, capacity int64) (strategy.Result, error) {
+func allowed(x, capacity int64) (strategy.Result, error) {
 	if x < 0 {
 		return strategy.Result{}, fmt.Errorf("%w: script reply: want a decision, got %d", strategy.ErrBackend, x)
 	}
@@ -124,13 +131,8 @@ var delScript = redis.NewScript(`return redis.call('DEL', unpack(KEYS))`)
 
 // Del deletes keys (which must share a hash slot on a cluster).
 func Del(ctx context.Context, rdb redis.Scripter, keys ...string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-	}
-	if err := delScript.Run(ctx, rdb, keys).Err(); err != nil {
-		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-	}
-	return nil
+	_, err := eval(ctx, rdb, delScript, keys, nil)
+	return err
 }
 
 // Setup validates lim, runs checks on it (a strategy's own bounds), then
