@@ -14,8 +14,9 @@
 //	{allowed (0 or 1), remaining, retry after in ms (-1: never), reset after in ms}
 //
 // Redis turns a Lua table into a reply array, and go-redis turns that into
-// a []any of boxed integers: measured on a real Redis, the one integer cuts
-// the cost of a whole allowed decision by several percent.
+// a []any of boxed integers: with the one integer (and arithmetic in place
+// of tonumber), the strategies ran 0.05 to 0.15 x the EVALSHA floor faster
+// in the benchmarks report on a real Redis.
 package redisx
 
 import (
