@@ -50,11 +50,7 @@ func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 // AllowN records n units for key if the estimated units in the sliding
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	sk, err := l.t.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	now, err := l.t.Begin(ctx)
+	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}

@@ -48,16 +48,12 @@ func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
 // AllowN takes n tokens from key's bucket if it holds at least n.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	sk, err := l.t.KeyN(ctx, key, n)
+	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
 	if l.sc.denyAll() {
 		return redisx.DenyAll(ctx)
-	}
-	now, err := l.t.Begin(ctx)
-	if err != nil {
-		return strategy.Result{}, err
 	}
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(b *bucket) int64 {

@@ -28,25 +28,21 @@ func NewTwin[V any](lim strategy.Limit, o strategy.Options, sweepMs int64) Twin[
 	return Twin[V]{Lim: lim, Clock: c, Store: New[V](sweepMs)}
 }
 
-// KeyN validates subject and the cost n, and returns the store key of
-// subject on the shard that ctx carries.
-func (t *Twin[V]) KeyN(ctx context.Context, subject string, n int64) (Key, error) {
+// Start validates subject and the cost n and, unless ctx is done, returns
+// the store key of subject on the shard that ctx carries and the clock's
+// time in Unix milliseconds: what every twin's decision begins with. A done
+// ctx gives an error wrapping strategy.ErrBackend.
+func (t *Twin[V]) Start(ctx context.Context, subject string, n int64) (Key, int64, error) {
 	if err := strategy.ValidateKey(subject); err != nil {
-		return Key{}, err
+		return Key{}, 0, err
 	}
 	if err := strategy.ValidateCost(n); err != nil {
-		return Key{}, err
+		return Key{}, 0, err
 	}
-	return Key{Subject: subject, Shard: keys.Shard(ctx)}, nil
-}
-
-// Begin fails, wrapping strategy.ErrBackend, when ctx is done; otherwise it
-// returns the clock's time in Unix milliseconds.
-func (t *Twin[V]) Begin(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return Key{}, 0, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
-	return t.Clock.Now().UnixMilli(), nil
+	return Key{Subject: subject, Shard: keys.Shard(ctx)}, t.Clock.Now().UnixMilli(), nil
 }
 
 // Reset forgets subject on the shard that ctx carries.
