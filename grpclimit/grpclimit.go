@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -229,7 +230,7 @@ func (i *Interceptor) fail(err error) {
 // an option is invalid, or when l's Config.Name cannot be a structured-field
 // String (printable ASCII only).
 func New(l Limiter, opts ...Option) (*Interceptor, error) {
-	if l == nil {
+	if v := reflect.ValueOf(l); l == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, invalid("limiter is nil")
 	}
 	p, err := newPolicy(l)
@@ -403,8 +404,9 @@ type resultKey struct{}
 
 // ResultFromContext returns the decision the interceptor made for the call
 // whose context ctx is, in the handler it wraps (a stream's Context()
-// included). It is false for methods that no policy limits and for calls
-// that the ErrorHandler let through.
+// included). It is false for methods that no policy limits, for calls that
+// the ErrorHandler let through, and under go-grpc-middleware (see Limit),
+// which cannot pass a context on.
 func ResultFromContext(ctx context.Context) (ratelimit.Result, bool) {
 	r, ok := ctx.Value(resultKey{}).(ratelimit.Result)
 	return r, ok

@@ -267,8 +267,19 @@ func TestStreamCountsPerStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := serveWith(t, icpt)
-	var ok, denied int
-	for i := range 5 {
+	// the handler sees the decision in its stream's context
+	s, err := c.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("first stream: %v; want it allowed", err)
+	}
+	if got := s.Trailer().Get("remaining"); !slices.Equal(got, []string{"2"}) {
+		t.Errorf("first stream: the handler's ResultFromContext said remaining %q; want 2", got)
+	}
+	ok, denied := 1, 0
+	for i := 1; i < 5; i++ {
 		got, err := streamRecv(t, c, 20)
 		switch {
 		case err == nil && got == 20:
@@ -281,6 +292,17 @@ func TestStreamCountsPerStream(t *testing.T) {
 		default:
 			t.Fatalf("stream %d: %d messages, %v", i+1, got, err)
 		}
+	}
+	// a denied stream's client still reads the metadata
+	s, err = c.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("sixth stream: %v; want ResourceExhausted", err)
+	}
+	if h, err := s.Header(); err != nil || len(h.Get("ratelimit")) != 1 || !strings.HasPrefix(h.Get("ratelimit")[0], `"feed";r=0;t=`) {
+		t.Errorf("sixth stream: header %v, %v; want the ratelimit metadata", h, err)
 	}
 	if ok != 3 || denied != 2 {
 		t.Errorf("5 streams of 20 messages, limit 3: %d passed, %d denied; want 3 and 2", ok, denied)
@@ -524,6 +546,7 @@ func TestNewErrors(t *testing.T) {
 		want string
 	}{
 		{"nil limiter", second(grpclimit.New(nil)), "grpclimit: limiter is nil"},
+		{"typed nil limiter", second(grpclimit.New((*ratelimit.Limiter)(nil))), "grpclimit: limiter is nil"},
 		{"nil set", second(grpclimit.NewSet(nil, grpclimit.Routes{})), "grpclimit: set is nil"},
 		{"unknown policy", second(grpclimit.NewSet(set, grpclimit.Routes{Methods: map[string]string{emptyCall: "c"}})),
 			`grpclimit: Routes.Methods["/grpc.testing.TestService/EmptyCall"]: no policy "c"; the policies are "a", "b"`},

@@ -31,7 +31,7 @@ type redisServer struct {
 // startRedis starts a redis-server on a free loopback port, waits until it
 // answers PING and kills it when t ends. A missing binary fails the test:
 // the tests need a real Redis and never skip it.
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t testing.TB) *redisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *redisServer) kill() {
 }
 
 // client returns a client of s, closed when t ends.
-func (s *redisServer) client(t *testing.T) *redis.Client {
+func (s *redisServer) client(t testing.TB) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
@@ -137,7 +137,7 @@ type client struct {
 // serve starts a gRPC server with the test service on a loopback TCP port,
 // with opts (the interceptors), and returns a client of it dialed with
 // copts; both stop when t ends.
-func serve(t *testing.T, copts []grpc.DialOption, opts ...grpc.ServerOption) client {
+func serve(t testing.TB, copts []grpc.DialOption, opts ...grpc.ServerOption) client {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
