@@ -52,40 +52,28 @@ func (nopTransport) SetTrailer(md metadata.MD) error { return nil }
 // Compare them as ratios.
 func BenchmarkUnaryCall(b *testing.B) {
 	cfg := ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 1 << 40, Window: time.Hour, Timeout: 10 * time.Second}
+	local, err := ratelimit.NewLocal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	onRedis, err := ratelimit.New(startRedis(b).client(b), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// the servers are set up once: a benchmark's function runs several times
 	for _, bc := range []struct {
 		name string
-		lim  func(b *testing.B) *ratelimit.Limiter
+		c    client
 	}{
-		{"none", nil},
-		{"local", func(b *testing.B) *ratelimit.Limiter {
-			l, err := ratelimit.NewLocal(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return l
-		}},
-		{"redis", func(b *testing.B) *ratelimit.Limiter {
-			l, err := ratelimit.New(startRedis(b).client(b), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return l
-		}},
+		{"none", serve(b, nil)},
+		{"local", serveLimited(b, local)},
+		{"redis", serveLimited(b, onRedis)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var opts []grpc.ServerOption
-			if bc.lim != nil {
-				icpt, err := grpclimit.New(bc.lim(b))
-				if err != nil {
-					b.Fatal(err)
-				}
-				opts = append(opts, grpc.ChainUnaryInterceptor(icpt.Unary()))
-			}
-			c := serve(b, nil, opts...)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := c.EmptyCall(context.Background(), &testgrpc.Empty{}); err != nil {
+					if _, err := bc.c.EmptyCall(context.Background(), &testgrpc.Empty{}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -93,4 +81,15 @@ func BenchmarkUnaryCall(b *testing.B) {
 			})
 		})
 	}
+	if res, err := onRedis.Peek(context.Background(), "ip:127.0.0.1"); err != nil || res.Degraded {
+		b.Errorf("Redis failed during the benchmark: %v, %+v", err, res)
+	}
+}
+
+func serveLimited(b *testing.B, l *ratelimit.Limiter) client {
+	icpt, err := grpclimit.New(l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return serve(b, nil, grpc.ChainUnaryInterceptor(icpt.Unary()))
 }
