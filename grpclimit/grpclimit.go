@@ -186,6 +186,7 @@ func WithErrorHandler(h ErrorHandler) Option {
 }
 
 // Routes chooses a policy of a ratelimit.Set for each method (see NewSet).
+// The zero Routes limits no method.
 type Routes struct {
 	// Methods maps a full method name ("/pkg.Service/Method") or a whole
 	// service ("/pkg.Service/*") to the name of a policy in the Set. A

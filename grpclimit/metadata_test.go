@@ -94,3 +94,79 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 		})
 	}
 }
+
+// recorder is a Limiter that records the keys it is asked about.
+type recorder struct{ keys []string }
+
+func (r *recorder) AllowN(_ context.Context, key string, _ int64) (ratelimit.Result, error) {
+	r.keys = append(r.keys, key)
+	return ratelimit.Result{Allowed: true, Limit: 1, Remaining: 1}, nil
+}
+func (r *recorder) Config() ratelimit.Config {
+	return ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second}
+}
+
+// The subject key of a call, from its peer and metadata.
+func TestKeys(t *testing.T) {
+	v4 := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 4711}
+	proxy := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 4711}
+	v6 := &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 4711}
+	mapped := &net.TCPAddr{IP: net.ParseIP("::ffff:192.0.2.9"), Port: 4711}
+	for _, tc := range []struct {
+		name string
+		opts []grpclimit.Option
+		peer net.Addr
+		md   []string
+		want string
+	}{
+		{"ipv4 peer", nil, v4, nil, "ip:192.0.2.1"},
+		{"ipv6 peer by its /64", nil, v6, nil, "ip:2001:db8:1:2::/64"},
+		{"ipv6 peer alone", []grpclimit.Option{grpclimit.WithIPv6Prefix(128)}, v6, nil, "ip:2001:db8:1:2:3:4:5:6"},
+		{"ipv4-mapped peer", nil, mapped, nil, "ip:192.0.2.9"},
+		{"forwarding metadata ignored without trusted proxies", nil, proxy, []string{"x-forwarded-for", "203.0.113.7"}, "ip:10.0.0.1"},
+		{"x-forwarded-for from a trusted proxy", []grpclimit.Option{grpclimit.WithTrustedProxies("X-Forwarded-For", "10.0.0.0/8")},
+			proxy, []string{"x-forwarded-for", "6.6.6.6, 203.0.113.7", "x-forwarded-for", "10.0.0.2"}, "ip:203.0.113.7"},
+		{"forwarded (RFC 7239) from a trusted proxy", []grpclimit.Option{grpclimit.WithTrustedProxies("forwarded", "10.0.0.1")},
+			proxy, []string{"forwarded", `for=6.6.6.6, for="[2001:db8::9]:80"`}, "ip:2001:db8::/64"},
+		{"the other header is not read", []grpclimit.Option{grpclimit.WithTrustedProxies("forwarded", "10.0.0.1")},
+			proxy, []string{"x-forwarded-for", "203.0.113.7"}, "ip:10.0.0.1"},
+		{"API key", []grpclimit.Option{grpclimit.WithKeyMetadata("x-api-key")}, v4, []string{"x-api-key", "k1"}, "header:k1"},
+		{"no API key: the peer", []grpclimit.Option{grpclimit.WithKeyMetadata("x-api-key")}, v4, []string{"x-api-key", ""}, "ip:192.0.2.1"},
+		{"key function", []grpclimit.Option{grpclimit.WithKeyFunc(func(ctx context.Context, c grpclimit.Call) (string, error) {
+			return "method:" + c.FullMethod, nil
+		})}, v4, nil, "method:/pkg.Service/Method"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			icpt, err := grpclimit.New(rec, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := grpc.NewContextWithServerTransportStream(context.Background(), &transport{})
+			ctx = peer.NewContext(ctx, &peer.Peer{Addr: tc.peer})
+			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(tc.md...))
+			if _, err := icpt.Unary()(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/pkg.Service/Method"},
+				func(context.Context, any) (any, error) { return nil, nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.keys) != 1 || rec.keys[0] != tc.want {
+				t.Errorf("keys %q; want %q", rec.keys, tc.want)
+			}
+		})
+	}
+}
+
+// Limit outside a server call: no peer, no key; with one, a decision.
+func TestLimitWithoutServer(t *testing.T) {
+	icpt, err := grpclimit.New(&recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := icpt.Limit(context.Background()); err == nil || err.Error() != "grpclimit: no key for the call: the call has no peer" {
+		t.Errorf("Limit without a peer: %v; want the key error's text", err)
+	}
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	if err := icpt.Limit(ctx); err != nil {
+		t.Errorf("Limit with a peer: %v; want nil", err)
+	}
+}
