@@ -33,6 +33,10 @@
 //
 // A call costs 1 unit, or what a CostFunc returns (WithCost).
 //
+// Chain the interceptors after those that authenticate the caller when the
+// key comes from what they check, and before the expensive ones. Handlers
+// read the decision with ResultFromContext.
+//
 // # Streams
 //
 // The stream interceptor makes one decision when a stream starts, charged
