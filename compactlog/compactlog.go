@@ -16,9 +16,15 @@ import (
 const Tag = "cl"
 
 // MaxLimit is the largest Limit the compact log accepts. It bounds what one
-// subject costs (at most 7 + 6 x MaxLimit bytes of value, 2 x MaxLimit for
-// windows up to 65.5 s) and the bytes one decision copies.
+// subject costs (a value of 13 + Limit x w bytes, w from 1 to 6 as Width
+// says: 20,013 bytes at MaxLimit for windows up to 65.5 s) and the work of
+// the rare decision that rebuilds it.
 const MaxLimit = 10000
+
+// rangesAbove is the size of value above which the script reads and writes
+// it by ranges (GETRANGE, SETRANGE) instead of whole (GET, SET): a few
+// commands more, but a decision's work no longer grows with the Limit.
+const rangesAbove = 1024
 
 //go:embed compactlog.lua
 var scriptSrc string
@@ -31,6 +37,7 @@ type Limiter struct {
 	b        redisx.Base
 	windowMs int64
 	width    int64
+	ranges   int64 // 1: read and write the value by ranges
 }
 
 var (
@@ -48,7 +55,11 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 		return nil, err
 	}
 	w := lim.Window.Milliseconds()
-	return &Limiter{b: b, windowMs: w, width: Width(w)}, nil
+	l := &Limiter{b: b, windowMs: w, width: Width(w)}
+	if 13+lim.Limit*l.width > rangesAbove {
+		l.ranges = 1
+	}
+	return l, nil
 }
 
 // checkLimit bounds the memory of one subject.
@@ -86,7 +97,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		return strategy.Result{}, err
 	}
 	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.width, l.b.Now())
+		l.b.Lim.Limit, l.windowMs, n, l.width, l.b.Now(), l.ranges)
 }
 
 // Peek reports key's state now without recording anything or writing to Redis.

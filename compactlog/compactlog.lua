@@ -1,9 +1,12 @@
--- Exact sliding window log on one compact string.
--- KEYS[1]  the subject's string: 1 byte w, 6 bytes newest (ms, big-endian),
---          then one w-byte entry per unit, oldest first: its time in ms
---          modulo 256^w, decoded as the latest time <= newest that it fits
--- ARGV     limit, window ms, n (0: peek), default entry width, now ms
---          (-1: server TIME)
+-- Exact sliding window log in one compact string: a ring of fixed-width times.
+-- KEYS[1]  the subject's string: a 13-byte header (entry width w, the newest
+--          unit's time in ms in 6 bytes, then head, count and capacity in 2
+--          bytes each; big-endian), then capacity slots of w bytes holding,
+--          modulo 256^w, the times of the count units before head, oldest
+--          first; each is decoded as the latest time <= newest that it fits
+-- ARGV     limit, window ms, n (0: peek), default width, now ms (-1: server
+--          TIME), 1 to read and write the string by ranges (large limits)
+--          or 0 to read and write it whole
 -- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
 --          below 2^53; else {allowed, remaining, retry after ms (-1: never),
 --          reset after ms}
@@ -22,33 +25,48 @@ end
 local floor = now - window
 local byte = string.byte
 
-local s = redis.call('GET', key)
-local w, newest, count = wdef, 0, 0
-if s then
-  w = byte(s, 1)
-  if #s < 7 or w < 1 or w > 6 or (#s - 7) % w ~= 0 then
+local s -- the whole string, when read whole
+local hdr
+if ARGV[6] == '1' then
+  hdr = redis.call('GETRANGE', key, 0, 12)
+else
+  s = redis.call('GET', key)
+  hdr = s
+end
+local w, newest, head, count, cap = wdef, 0, 0, 0, 0
+if hdr and #hdr > 0 then
+  local x1, x2, x3, x4, x5, x6, h1, h2, c1, c2, k1, k2
+  w, x1, x2, x3, x4, x5, x6, h1, h2, c1, c2, k1, k2 = byte(hdr, 1, 13)
+  if k2 == nil or w < 1 or w > 6 then
     return redis.error_reply('ratelimit: compactlog: malformed state in ' .. key)
   end
-  local a, b, c, d, e, f = byte(s, 2, 7)
-  newest = ((((a * 256 + b) * 256 + c) * 256 + d) * 256 + e) * 256 + f
-  count = (#s - 7) / w
+  newest = ((((x1 * 256 + x2) * 256 + x3) * 256 + x4) * 256 + x5) * 256 + x6
+  head = h1 * 256 + h2
+  count = c1 * 256 + c2
+  cap = k1 * 256 + k2
+  if cap < 1 or head >= cap or count > cap or (s and #s ~= 13 + cap * w) then
+    return redis.error_reply('ratelimit: compactlog: malformed state in ' .. key)
+  end
 end
 local m = 256 ^ w
 
--- at(q) is the time of the q-th oldest entry (0-based). Times never
--- decrease from the oldest entry to the newest, and every entry lies
--- within 256^w - 1 ms before newest (the writer checks it), so the decoding
--- is exact.
+-- at(q) is the time of the q-th oldest unit (0-based). Times never
+-- decrease from the oldest unit to the newest, and every unit lies less
+-- than 256^w ms before newest (the writer checks it): the decoding is exact.
 local function at(q)
-  local p = 8 + q * w
+  local p = 13 + ((head - count + q) % cap) * w
+  local r, o = s, p
+  if not s then
+    r, o = redis.call('GETRANGE', key, p, p + w - 1), 0
+  end
   local v = 0
-  for j = p, p + w - 1 do
-    v = v * 256 + byte(s, j)
+  for j = o + 1, o + w do
+    v = v * 256 + byte(r, j)
   end
   return newest - (newest - v) % m
 end
 
--- first: the oldest entry that still counts (binary search)
+-- first: the oldest unit that still counts (binary search)
 local lo, hi = 0, count
 while lo < hi do
   local mid = (lo + hi - (lo + hi) % 2) / 2
@@ -72,55 +90,76 @@ local function enc(x, width)
   return out
 end
 
--- store writes the entries from first on, then k entries at time t, with
--- the key expiring when the newest leaves the window; or deletes the key
--- when nothing is left.
+-- put writes bytes at offset pos: into s when the string is read whole
+-- (written back with SET), else with SETRANGE.
+local function put(pos, bytes)
+  if s then
+    s = string.sub(s, 1, pos) .. bytes .. string.sub(s, pos + #bytes + 1)
+  else
+    redis.call('SETRANGE', key, pos, bytes)
+  end
+end
+
+-- store forgets the units before first and records k units at time t,
+-- with the key expiring when the newest unit leaves the window; or deletes
+-- the key when nothing is left.
 local function store(k, t)
   local keep = count - first
   if keep + k == 0 then
     redis.call('DEL', key)
     return
   end
-  local top = newest
-  if k > 0 then
-    top = t
+  if k == 0 then
+    -- only forgotten: the count shrinks; slots, newest and expiry stay
+    put(9, enc(keep, 2))
+    if s then
+      redis.call('SET', key, s, 'KEEPTTL')
+    end
+    return
   end
-  local oldest = top
+  local oldest = t
   if keep > 0 then
     oldest = at(first)
   end
   -- the fewest bytes (at least the window's) that keep the decoding exact
   local w2 = wdef
-  while 256 ^ w2 <= top - oldest do
+  while 256 ^ w2 <= t - oldest do
     w2 = w2 + 1
   end
-  local body = ''
-  if keep > 0 then
-    if w2 == w then
-      body = string.sub(s, 8 + first * w)
-    else
-      local parts = {}
-      local m2 = 256 ^ w2
-      for q = first, count - 1 do
-        parts[#parts + 1] = enc(at(q) % m2, w2)
-      end
-      body = table.concat(parts)
-    end
-  end
-  if k > 0 then
-    body = body .. string.rep(enc(t % 256 ^ w2, w2), k)
-  end
-  body = string.char(w2) .. enc(top, 6) .. body
-  if k == 0 then
-    -- only evicted: the newest entry, and so the expiry, are unchanged
-    redis.call('SET', key, body, 'KEEPTTL')
-    return
-  end
-  local ttl = top + window - now
+  local ttl = t + window - now
   if ttl == window then
     ttl = ARGV[2]
   end
-  redis.call('SET', key, body, 'PX', ttl)
+  if cap == limit and w2 == w then
+    -- in place: k slots from head (wrapping once at most), then the header
+    local e = enc(t % m, w)
+    local run = math.min(k, cap - head)
+    put(13 + head * w, string.rep(e, run))
+    if k > run then
+      put(13, string.rep(e, k - run))
+    end
+    put(1, enc(t, 6) .. enc((head + k) % cap, 2) .. enc(keep + k, 2))
+    if s then
+      redis.call('SET', key, s, 'PX', ttl)
+    else
+      redis.call('PEXPIRE', key, ttl)
+    end
+    return
+  end
+  -- a new ring of limit slots (a new subject, another Limit or width):
+  -- the units kept, then the new ones
+  if not s and cap > 0 then
+    s = redis.call('GET', key)
+  end
+  local m2 = 256 ^ w2
+  local parts = {}
+  for q = first, count - 1 do
+    parts[#parts + 1] = enc(at(q) % m2, w2)
+  end
+  parts[#parts + 1] = string.rep(enc(t % m2, w2), k)
+  parts[#parts + 1] = string.rep('\0', (limit - keep - k) * w2)
+  local fields = string.char(w2) .. enc(t, 6) .. enc((keep + k) % limit, 2) .. enc(keep + k, 2) .. enc(limit, 2)
+  redis.call('SET', key, fields .. table.concat(parts), 'PX', ttl)
 end
 
 local want = n
@@ -141,7 +180,7 @@ end
 
 if live + want <= limit then
   if n > 0 then
-    -- recorded at the newest entry's time if the clock went back
+    -- recorded at the newest unit's time if the clock went back
     local t = math.max(now, newest)
     store(n, t)
     reset = t + window - now
@@ -154,8 +193,9 @@ if live + want <= limit then
   return {1, remaining, 0, reset}
 end
 
--- Denied: the (live + want - limit)-th oldest live entry must leave first.
+-- Denied: the (live + want - limit)-th oldest live unit must leave first.
+local retry = at(first + live + want - limit - 1) + window - now
 if n > 0 and first > 0 then
   store(0, now)
 end
-return {0, math.max(limit - live, 0), at(first + live + want - limit - 1) + window - now, reset}
+return {0, math.max(limit - live, 0), retry, reset}

@@ -41,9 +41,28 @@ var extraLimits = []strategy.Limit{
 	{Limit: compactlog.MaxLimit, Window: 90 * time.Second},
 }
 
-// TestDifferential holds the script to its local twin.
+// newRanges is New with the value read and written by ranges whatever the
+// limit (the path of limits above about 500).
+func newRanges(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*compactlog.Limiter, error) {
+	l, err := compactlog.New(rdb, lim, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return compactlog.UseRanges(l), nil
+}
+
+// TestDifferential holds the script, on both of its paths, to its local twin.
 func TestDifferential(t *testing.T) {
-	conformance.DifferentialOf(t, compactlog.New, compactlog.NewLocal, extraLimits...)
+	t.Run("whole", func(t *testing.T) {
+		conformance.DifferentialOf(t, compactlog.New, compactlog.NewLocal, extraLimits...)
+	})
+	t.Run("ranges", func(t *testing.T) {
+		conformance.DifferentialOf(t, newRanges, compactlog.NewLocal, extraLimits...)
+	})
+}
+
+func TestConformanceRanges(t *testing.T) {
+	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, newRanges, compactlog.NewLocal)
 }
 
 // TestSameDecisionsAsSlidingLog drives the compact log and the sliding log
@@ -51,6 +70,9 @@ func TestDifferential(t *testing.T) {
 // local twins, and wants every Result identical, field by field.
 func TestSameDecisionsAsSlidingLog(t *testing.T) {
 	conformance.Equivalent(t, compactlog.New, compactlog.NewLocal, slidinglog.New, slidinglog.NewLocal, extraLimits...)
+	t.Run("ranges", func(t *testing.T) {
+		conformance.Equivalent(t, newRanges, compactlog.NewLocal, slidinglog.New, slidinglog.NewLocal, extraLimits...)
+	})
 }
 
 // backends runs f over the Redis strategy on miniredis and on a real Redis,
@@ -188,7 +210,7 @@ func TestClockStepBack(t *testing.T) {
 		{Limit: 10, Window: 1500 * time.Millisecond},
 		{Limit: 60, Window: time.Minute},
 	}
-	for _, name := range []string{"miniredis", "miniredis-time", "redis", "local"} {
+	for _, name := range []string{"miniredis", "miniredis-ranges", "miniredis-time", "redis", "local"} {
 		for _, lim := range limits {
 			if name == "redis" && lim.Window < time.Minute {
 				continue // keys expire in real time there
@@ -204,6 +226,9 @@ func TestClockStepBack(t *testing.T) {
 					var rdb *redis.Client
 					_, rdb = conformance.Miniredis(t)
 					st, err = compactlog.New(rdb, lim, strategy.WithClock(clock))
+				case "miniredis-ranges":
+					_, rdb := conformance.Miniredis(t)
+					st, err = newRanges(rdb, lim, strategy.WithClock(clock))
 				case "miniredis-time":
 					var rdb *redis.Client
 					mr, rdb = conformance.Miniredis(t)
@@ -267,13 +292,13 @@ func TestLimitAndWindowChange(t *testing.T) {
 		{Limit: 7, Window: time.Second},
 		{Limit: 30, Window: 300 * time.Millisecond},
 	}
-	for _, name := range []string{"miniredis", "redis"} {
+	for _, name := range []string{"miniredis", "miniredis-ranges", "redis"} {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 5))
 			clock := conformance.NewClock(conformance.Epoch)
 			var rdb redis.Scripter
 			opts := []strategy.Option{strategy.WithClock(clock)}
-			if name == "miniredis" {
+			if name != "redis" {
 				_, rdb = conformance.Miniredis(t)
 			} else {
 				rdb = conformance.RealRedis(t)
@@ -284,6 +309,9 @@ func TestLimitAndWindowChange(t *testing.T) {
 				c, err := compactlog.New(rdb, lim, opts...)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if name == "miniredis-ranges" {
+					compactlog.UseRanges(c)
 				}
 				s, err := slidinglog.New(rdb, lim, opts...)
 				if err != nil {
@@ -506,7 +534,7 @@ func TestFacade(t *testing.T) {
 func TestMalformedState(t *testing.T) {
 	mr, rdb := conformance.Miniredis(t)
 	st, _ := compactlog.New(rdb, strategy.PerMinute(5))
-	for _, v := range []string{"", "x", "\x00abcdefgh", "\x03abcdef12"} {
+	for _, v := range []string{"x", "\x00abcdefghijklm", "\x03abcdef12", "\x02abcdef\x00\x00\x00\x00\x00\x05"} {
 		mr.Set(st.Key("k"), v)
 		if _, err := st.AllowN(ctx, "k", 1); !errors.Is(err, strategy.ErrBackend) {
 			t.Errorf("value %q: err = %v, want ErrBackend", v, err)
