@@ -79,25 +79,29 @@ end
 local first = lo
 local live = count - first
 
--- enc(x, width) is x (an integer >= 0) in width bytes, big-endian.
-local function enc(x, width)
-  local out = ''
-  for _ = 1, width do
-    local r = x % 256
-    out = string.char(r) .. out
-    x = (x - r) / 256
-  end
-  return out
+-- be6(x) is x (an integer in [0, 2^48)) as 6 bytes, big-endian.
+local function be6(x)
+  local b6 = x % 256
+  x = (x - b6) / 256
+  local b5 = x % 256
+  x = (x - b5) / 256
+  local b4 = x % 256
+  x = (x - b4) / 256
+  local b3 = x % 256
+  x = (x - b3) / 256
+  local b2 = x % 256
+  return (x - b2) / 256, b2, b3, b4, b5, b6
 end
 
--- put writes bytes at offset pos: into s when the string is read whole
--- (written back with SET), else with SETRANGE.
-local function put(pos, bytes)
-  if s then
-    s = string.sub(s, 1, pos) .. bytes .. string.sub(s, pos + #bytes + 1)
-  else
-    redis.call('SETRANGE', key, pos, bytes)
-  end
+-- enc(x, width) is x (an integer in [0, 256^width)) in width bytes.
+local function enc(x, width)
+  return string.sub(string.char(be6(x)), 7 - width)
+end
+
+-- fields is the header: entry width, newest time, head, count, capacity.
+local function fields(width, t, h, c, k)
+  return string.char(width, be6(t)) .. string.char((h - h % 256) / 256, h % 256,
+    (c - c % 256) / 256, c % 256, (k - k % 256) / 256, k % 256)
 end
 
 -- store forgets the units before first and records k units at time t,
@@ -111,9 +115,10 @@ local function store(k, t)
   end
   if k == 0 then
     -- only forgotten: the count shrinks; slots, newest and expiry stay
-    put(9, enc(keep, 2))
     if s then
-      redis.call('SET', key, s, 'KEEPTTL')
+      redis.call('SET', key, string.sub(s, 1, 9) .. enc(keep, 2) .. string.sub(s, 12), 'KEEPTTL')
+    else
+      redis.call('SETRANGE', key, 9, enc(keep, 2))
     end
     return
   end
@@ -131,19 +136,26 @@ local function store(k, t)
     ttl = ARGV[2]
   end
   if cap == limit and w2 == w then
-    -- in place: k slots from head (wrapping once at most), then the header
+    -- in place: k slots from head (wrapping once at most), and the header
     local e = enc(t % m, w)
     local run = math.min(k, cap - head)
-    put(13 + head * w, string.rep(e, run))
-    if k > run then
-      put(13, string.rep(e, k - run))
-    end
-    put(1, enc(t, 6) .. enc((head + k) % cap, 2) .. enc(keep + k, 2))
+    local f = fields(w, t, (head + k) % cap, keep + k, cap)
     if s then
+      local a = 13 + head * w -- bytes before the first slot written
+      if k == run then
+        s = f .. string.sub(s, 14, a) .. string.rep(e, k) .. string.sub(s, a + k * w + 1)
+      else
+        s = f .. string.rep(e, k - run) .. string.sub(s, 14 + (k - run) * w, a) .. string.rep(e, run)
+      end
       redis.call('SET', key, s, 'PX', ttl)
-    else
-      redis.call('PEXPIRE', key, ttl)
+      return
     end
+    redis.call('SETRANGE', key, 13 + head * w, string.rep(e, run))
+    if k > run then
+      redis.call('SETRANGE', key, 13, string.rep(e, k - run))
+    end
+    redis.call('SETRANGE', key, 0, f)
+    redis.call('PEXPIRE', key, ttl)
     return
   end
   -- a new ring of limit slots (a new subject, another Limit or width):
@@ -158,8 +170,7 @@ local function store(k, t)
   end
   parts[#parts + 1] = string.rep(enc(t % m2, w2), k)
   parts[#parts + 1] = string.rep('\0', (limit - keep - k) * w2)
-  local fields = string.char(w2) .. enc(t, 6) .. enc((keep + k) % limit, 2) .. enc(keep + k, 2) .. enc(limit, 2)
-  redis.call('SET', key, fields .. table.concat(parts), 'PX', ttl)
+  redis.call('SET', key, fields(w2, t, (keep + k) % limit, keep + k, limit) .. table.concat(parts), 'PX', ttl)
 end
 
 local want = n

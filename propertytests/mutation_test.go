@@ -270,9 +270,9 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "compactlog", backends: "redis",
 	},
 	{
-		name:     "compact log: units written one slot past the head",
+		name:     "compact log: the head moved one slot too far (the next units land one slot off)",
 		file:     "compactlog/compactlog.lua",
-		edits:    []edit{{old: `put(13 + head * w, string.rep(e, run))`, new: `put(13 + ((head + 1) % cap) * w, string.rep(e, run))`}},
+		edits:    []edit{{old: `fields(w, t, (head + k) % cap, keep + k, cap)`, new: `fields(w, t, (head + k + 1) % cap, keep + k, cap)`}},
 		subjects: "compactlog", backends: "redis",
 	},
 	{
@@ -287,7 +287,7 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		edits: []edit{
 			{old: `redis.call('SET', key, s, 'PX', ttl)`, new: `redis.call('SET', key, s)`},
 			{old: `redis.call('PEXPIRE', key, ttl)`, new: `redis.call('PERSIST', key)`},
-			{old: `redis.call('SET', key, fields .. table.concat(parts), 'PX', ttl)`, new: `redis.call('SET', key, fields .. table.concat(parts))`},
+			{old: `.. table.concat(parts), 'PX', ttl)`, new: `.. table.concat(parts))`},
 		},
 		subjects: "compactlog", backends: "redis",
 	},
