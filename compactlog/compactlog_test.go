@@ -19,6 +19,7 @@ import (
 	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -59,6 +60,26 @@ func TestDifferential(t *testing.T) {
 	t.Run("ranges", func(t *testing.T) {
 		conformance.DifferentialOf(t, newRanges, compactlog.NewLocal, extraLimits...)
 	})
+}
+
+// TestShardedConformance runs the sharded cases of the suite over the
+// compact log spread over 3 keys, on a real Redis and as local twins.
+func TestShardedConformance(t *testing.T) {
+	for _, name := range []string{"redis", "local"} {
+		t.Run(name, func(t *testing.T) {
+			conformance.Run(t, conformance.Subject{ExactRetry: true, Shards: 3, New: func(t *testing.T, lim strategy.Limit, c *conformance.Clock) (strategy.Strategy, error) {
+				if name == "local" {
+					return sharded.New(3, lim, func(l strategy.Limit) (strategy.Strategy, error) {
+						return compactlog.NewLocal(l, strategy.WithClock(c))
+					}, sharded.WithProbes(3))
+				}
+				rdb, prefix := conformance.RealRedis(t), testredis.Prefix(t)
+				return sharded.New(3, lim, func(l strategy.Limit) (strategy.Strategy, error) {
+					return compactlog.New(rdb, l, strategy.WithClock(c), strategy.WithPrefix(prefix))
+				}, sharded.WithProbes(3))
+			}})
+		})
+	}
 }
 
 func TestConformanceRanges(t *testing.T) {
