@@ -76,3 +76,59 @@ func serverCPU(b *testing.B, rdb *redis.Client) float64 {
 	}
 	return sum
 }
+
+// BenchmarkRedisCPU measures the Redis server's CPU per decision of the
+// compact log, the sliding log and the EVALSHA floor in interleaved
+// batches on one real redis-server, and reports each one's minimum over
+// the batches (the least disturbed by other processes on a shared
+// machine): many subjects at limit 100, and one subject kept full at
+// limits 1,000 and 10,000 by a client at the rate.
+//
+//	go test -run '^$' -bench RedisCPU -benchtime 1x ./compactlog
+func BenchmarkRedisCPU(b *testing.B) {
+	rdb := testredis.Start(b).Client(b)
+	floor := redis.NewScript("return 1")
+	for _, c := range []struct {
+		name     string
+		limit    int64
+		subjects int
+	}{{"limit=100/subjects=500", 100, 500}, {"limit=1000/full", 1000, 1}, {"limit=10000/full", 10000, 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			// each log on its own clock, one step per decision: a client
+			// at the rate, allowed (almost) every time
+			cc, sc := conformance.NewClock(conformance.Epoch), conformance.NewClock(conformance.Epoch)
+			lim := strategy.PerMinute(c.limit)
+			cl, _ := compactlog.New(rdb, lim, strategy.WithClock(cc))
+			sl, _ := slidinglog.New(rdb, lim, strategy.WithClock(sc))
+			step := time.Minute / time.Duration(c.limit) / time.Duration(c.subjects)
+			subject := func(i int) string { return fmt.Sprintf("s%d", i%c.subjects) }
+			decide := map[string]func(i int){
+				"compact": func(i int) { cl.AllowN(ctx, subject(i), 1); cc.Advance(step) },
+				"sliding": func(i int) { sl.AllowN(ctx, subject(i), 1); sc.Advance(step) },
+				"floor":   func(i int) { floor.Run(ctx, rdb, []string{subject(i)}) },
+			}
+			names := []string{"compact", "sliding", "floor"}
+			for i := range c.limit * int64(c.subjects) { // fill the window first
+				decide["compact"](int(i))
+				decide["sliding"](int(i))
+			}
+			best := map[string]float64{}
+			const batch = 1000
+			for range b.N * 15 {
+				for _, name := range names {
+					cpu0 := serverCPU(b, rdb)
+					for i := range batch {
+						decide[name](i)
+					}
+					us := (serverCPU(b, rdb) - cpu0) * 1e6 / batch
+					if v, ok := best[name]; !ok || us < v {
+						best[name] = us
+					}
+				}
+			}
+			for _, name := range names {
+				b.ReportMetric(best[name], name+"-µs/op")
+			}
+		})
+	}
+}

@@ -53,21 +53,42 @@ local m = 256 ^ w
 -- at(q) is the time of the q-th oldest unit (0-based). Times never
 -- decrease from the oldest unit to the newest, and every unit lies less
 -- than 256^w ms before newest (the writer checks it): the decoding is exact.
+local seen = {} -- by ranges: the times read so far, by q
 local function at(q)
   local p = 13 + ((head - count + q) % cap) * w
   local r, o = s, p
   if not s then
+    if seen[q] then
+      return seen[q]
+    end
     r, o = redis.call('GETRANGE', key, p, p + w - 1), 0
   end
   local v = 0
   for j = o + 1, o + w do
     v = v * 256 + byte(r, j)
   end
-  return newest - (newest - v) % m
+  v = newest - (newest - v) % m
+  if not s then
+    seen[q] = v
+  end
+  return v
 end
 
--- first: the oldest unit that still counts (binary search)
+-- first: the oldest unit that still counts. A busy subject forgets a few
+-- units per decision and an idle one all of them, so look at the newest,
+-- then at the oldest 1, 2, 4, ... before a binary search: a few reads in
+-- those cases, about 2 log2(count) at worst.
 local lo, hi = 0, count
+if count > 0 and at(count - 1) <= floor then
+  lo = count
+else
+  local step = 1
+  while lo + step < hi and at(lo + step - 1) <= floor do
+    lo = lo + step
+    step = step * 2
+  end
+  hi = math.min(hi, lo + step)
+end
 while lo < hi do
   local mid = (lo + hi - (lo + hi) % 2) / 2
   if at(mid) > floor then

@@ -254,9 +254,13 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 		subjects: "gcra", backends: "redis",
 	},
 	{
-		name:     "compact log: window edge off by one (now - t <= W counts)",
-		file:     "compactlog/compactlog.lua",
-		edits:    []edit{{old: `if at(mid) > floor then`, new: `if at(mid) >= floor then`}},
+		name: "compact log: window edge off by one (now - t <= W counts)",
+		file: "compactlog/compactlog.lua",
+		edits: []edit{
+			{old: `if at(mid) > floor then`, new: `if at(mid) >= floor then`},
+			{old: `at(count - 1) <= floor`, new: `at(count - 1) < floor`},
+			{old: `at(lo + step - 1) <= floor`, new: `at(lo + step - 1) < floor`},
+		},
 		subjects: "compactlog", backends: "redis",
 	},
 	{
