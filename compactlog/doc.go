@@ -19,8 +19,9 @@
 // recorded at max(now, the newest unit's time), so their times never
 // decrease around the ring even when the clock steps back (the units of
 // such a request then count until the newest leaves; RetryAfter and
-// ResetAfter are still measured from now), and a binary search finds the
-// oldest unit that still counts. A request with n > 0 forgets the units
+// ResetAfter are still measured from now), and a search (the newest unit,
+// then the oldest 1, 2, 4 ..., then binary) finds the oldest unit that
+// still counts. A request with n > 0 forgets the units
 // before it, as the sliding log's eviction does; Peek writes nothing.
 //
 // # Storage and memory
@@ -49,10 +50,12 @@
 //
 // One script run: TIME, then for values up to 1 KB (Limit up to about 500
 // at 2 bytes a unit) one GET and, when it records or forgets units, one
-// SET; for larger values GETRANGE of the header, one GETRANGE per probe of
-// the binary search (about log2(Limit)), then SETRANGE of the n slots
-// written (two ranges when they wrap) and of the header, and PEXPIRE. A
-// cost of n is one write of n slots, never n commands. A change of Limit
+// SET; for larger values GETRANGE of the header, one GETRANGE per unit the
+// search reads (2 to 4 for a busy subject, at most about 2 log2(Limit)),
+// then SETRANGE of the n slots written (two ranges when they wrap) and of
+// the header, and PEXPIRE. A cost of n is one write of n slots, never n
+// commands. Redis CPU per decision is about the sliding log's (see
+// BenchmarkRedisCPU and the README). A change of Limit
 // (or of the entry width) rebuilds the ring once, keeping every unit that
 // still counts: decisions stay exact across configuration changes.
 //
