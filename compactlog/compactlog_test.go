@@ -307,6 +307,9 @@ func TestClockStepBack(t *testing.T) {
 // or entry width is used exactly.
 func TestLimitAndWindowChange(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("RATELIMIT_DIFF_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
 	limits := []strategy.Limit{
 		{Limit: 3, Window: 200 * time.Millisecond},
 		{Limit: 12, Window: 2 * time.Second},
