@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -103,8 +104,10 @@ func DifferentialOf[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], 
 // Equivalent runs Differential over two algorithms that promise the same
 // decisions for the same inputs (the compact log and the sliding log): a's
 // and b's Redis strategies side by side on one miniredis, then on the real
-// Redis, then their local twins, with the extra limits. In its messages
-// "redis" is a and "local" is b.
+// Redis, then their local twins, with the extra limits. On the real Redis,
+// whose TTLs run in real time, windows under 5 minutes and the clock are
+// stretched alike (see Scaled). In its messages "redis" is a and "local"
+// is b.
 func Equivalent[RA, LA, RB, LB strategy.Strategy](t *testing.T, newA NewRedis[RA], localA NewLocal[LA], newB NewRedis[RB], localB NewLocal[LB], extra ...strategy.Limit) {
 	t.Helper()
 	for _, name := range BackendNames() {
@@ -118,7 +121,12 @@ func Equivalent[RA, LA, RB, LB strategy.Strategy](t *testing.T, newA NewRedis[RA
 				case "redis":
 					rdb, opts = RealRedis(t), []strategy.Option{strategy.WithPrefix(testredis.Prefix(t))}
 				}
-				opts = append(opts, strategy.WithClock(c))
+				var clock strategy.Clock = c
+				if k := int64((5*time.Minute + lim.Window - 1) / lim.Window); name == "redis" && k > 1 {
+					lim.Window *= time.Duration(k)
+					clock = Scaled(c, k)
+				}
+				opts = append(opts, strategy.WithClock(clock))
 				var a, b strategy.Strategy
 				var errA, errB error
 				if rdb == nil {
