@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/sharded"
@@ -46,6 +47,11 @@ const (
 	// SlidingLog is exact: a sorted set of every unit in the window. Memory
 	// grows with the limit. Package slidinglog.
 	SlidingLog Algorithm = "sliding_log"
+	// CompactLog makes the sliding log's exact decisions from one compact
+	// string per subject: 1 to 6 bytes per unit in the window (2 for
+	// windows up to 65.5 s), Limit at most compactlog.MaxLimit. Package
+	// compactlog.
+	CompactLog Algorithm = "compact_log"
 	// FixedWindow counts units per window aligned to multiples of Window
 	// since the epoch: one integer per subject, but up to twice the limit
 	// across a window boundary. Package fixedwindow.
@@ -76,6 +82,14 @@ var algorithms = map[Algorithm]algorithm{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+	CompactLog: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.NewLocal(lim, o...)
 		},
 	},
 	FixedWindow: {
