@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -120,8 +121,8 @@ func checkFailure(cfg Config, o *options) error {
 	switch cfg.OnFailure {
 	case "", FailOpen, FailClosed, FailLocal:
 	default:
-		return fmt.Errorf("%w: ratelimit: OnFailure must be %q, %q or %q (empty means %q), got %q",
-			strategy.ErrInvalidOption, FailOpen, FailClosed, FailLocal, FailOpen, cfg.OnFailure)
+		return fmt.Errorf("%w: ratelimit: OnFailure must be %q, %q or %q (empty means %q), got %s",
+			strategy.ErrInvalidOption, FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(cfg.OnFailure)))
 	}
 	if s := cfg.LocalShare; math.IsNaN(s) || s < 0 || s > 1 {
 		return fmt.Errorf("%w: ratelimit: LocalShare must be in [0, 1] (0 means 1), got %v", strategy.ErrInvalidOption, s)

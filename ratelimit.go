@@ -22,6 +22,7 @@ import (
 
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
+	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -251,7 +252,7 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 		for _, n := range Algorithms() {
 			names = append(names, fmt.Sprintf("%q", n))
 		}
-		return nil, fmt.Errorf("%w: ratelimit: Algorithm must be one of %s, got %q", strategy.ErrInvalidOption, strings.Join(names, ", "), cfg.Algorithm)
+		return nil, fmt.Errorf("%w: ratelimit: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(cfg.Algorithm)))
 	}
 	if cfg.Shards < 0 {
 		return nil, fmt.Errorf("%w: ratelimit: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)

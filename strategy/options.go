@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ratekit/ratelimit/internal/quote"
 )
 
 // DefaultPrefix is the key namespace used when WithPrefix is not given.
@@ -39,7 +41,7 @@ type Option func(*Options)
 func WithPrefix(prefix string) Option {
 	return func(o *Options) {
 		if strings.ContainsAny(prefix, "{}") && o.Err == nil {
-			o.Err = fmt.Errorf("%w: prefix must not contain '{' or '}', got %q", ErrInvalidOption, prefix)
+			o.Err = fmt.Errorf("%w: prefix must not contain '{' or '}', got %s", ErrInvalidOption, quote.Value(prefix))
 		}
 		o.Prefix = prefix
 	}
