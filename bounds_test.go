@@ -186,3 +186,43 @@ func TestShardsBounded(t *testing.T) {
 		t.Errorf("Shards = MaxShards: %v", err)
 	}
 }
+
+// lastCached is an Observer that remembers whether the last decision came
+// from the denial cache.
+type lastCached struct{ cached atomic.Bool }
+
+func (o *lastCached) Observe(_ context.Context, d ratelimit.Decision) { o.cached.Store(d.Cached) }
+
+// A full denial cache evicts its least recently used subject: a subject
+// whose repeats keep hitting the cache stays in it however many other
+// subjects are denied. (It used to evict an arbitrary one, after a scan of
+// the whole stripe.)
+func TestDenyCacheKeepsTheRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := conformance.Miniredis(t)
+	clock := conformance.NewClock(conformance.Epoch) // never advanced: no denial expires
+	var obs lastCached
+	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Hour, Timeout: 10 * time.Second},
+		ratelimit.WithClock(clock), ratelimit.WithDenyCache(4*64), ratelimit.WithObserver(&obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny := func(key string) {
+		t.Helper()
+		l.Allow(ctx, key)
+		if r, _ := l.Allow(ctx, key); r.Allowed {
+			t.Fatalf("second unit of %s allowed", key)
+		}
+	}
+	deny("hot")
+	for i := range 3000 {
+		deny(fmt.Sprint("ip:", i))
+		if r, _ := l.Allow(ctx, "hot"); r.Allowed || !obs.cached.Load() {
+			t.Fatalf("after %d other denials the hot subject's repeat = %+v, cached %v; want denied from the cache",
+				i+1, r, obs.cached.Load())
+		}
+	}
+	if l.Evicted() == 0 {
+		t.Fatal("no eviction counted: the cache was never full")
+	}
+}
