@@ -26,7 +26,7 @@ func (e *evictionSum) Observe(_ context.Context, d ratelimit.Decision) { e.n.Add
 
 // downClient returns a client of a Redis that is down: every call fails at
 // once (connection refused).
-func downClient(t *testing.T) *redis.Client {
+func downClient(t testing.TB) *redis.Client {
 	t.Helper()
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
