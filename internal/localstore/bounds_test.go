@@ -165,3 +165,20 @@ func TestDroppedStoreIsCollected(t *testing.T) {
 		runtime.GC()
 	}
 }
+
+// Stores holding subjects start no goroutine: their timers run only when
+// they fire.
+func TestNoGoroutinePerStore(t *testing.T) {
+	before := runtime.NumGoroutine()
+	stores := make([]*Store[int64], 200)
+	for i := range stores {
+		stores[i] = NewStore[int64](Config{Sweep: time.Hour, Now: func() int64 { return 0 }})
+		for j := range 100 {
+			live(stores[i], Key{fmt.Sprint("k", j), -1}, 0)
+		}
+	}
+	if n := runtime.NumGoroutine() - before; n > 5 {
+		t.Fatalf("200 stores of 100 subjects started %d goroutines, want none", n)
+	}
+	runtime.KeepAlive(stores)
+}
