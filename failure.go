@@ -102,15 +102,16 @@ func WithBreaker(b *Breaker) Option {
 // for the subject are denied in this process, without a round trip, until r
 // has passed. The cache never denies a request that Redis would allow,
 // except after the subject is reset by another process or Limiter (Reset on
-// this Limiter clears its entry): then for at most r. It costs about 100
+// this Limiter clears its entry): then for at most r. It costs about 130
 // bytes per subject plus the key. Its clock is the limiter's client clock
 // (WithClock) when set, the monotonic clock otherwise. maxSubjects must be
 // > 0. When maxSubjects are held, a new denial evicts the least recently
 // used subject of the 1/64 that share its stripe, in O(1) (counted in
 // Decision.Evicted): that subject's next request goes to Redis. Denials are
 // freed once their RetryAfter has passed, within about a window even when
-// no request arrives. It is not used when Config.Shards > 1: a sharded subject denied on
-// the shards one request tried may still have room on the others.
+// no request arrives. It is not used when Config.Shards > 1: a sharded
+// subject denied on the shards one request tried may still have room on
+// the others.
 func WithDenyCache(maxSubjects int) Option {
 	return func(o *options) {
 		if maxSubjects <= 0 && o.err == nil {
