@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/conformance"
@@ -24,6 +25,7 @@ import (
 
 // Every Redis strategy of the module queues its Peek and Reset.
 var (
+	_ redisx.Queueable = (*compactlog.Limiter)(nil)
 	_ redisx.Queueable = (*fixedwindow.Limiter)(nil)
 	_ redisx.Queueable = (*gcra.Limiter)(nil)
 	_ redisx.Queueable = (*slidingcounter.Limiter)(nil)
@@ -75,6 +77,9 @@ func (r *roundTrips) reset() { r.alone.Store(0); r.pipelines.Store(0); r.scripts
 func TestPeekAndResetPipelined(t *testing.T) {
 	const shards = 8
 	builders := map[string]func(redis.Scripter, strategy.Limit, ...strategy.Option) (strategy.Strategy, error){
+		"compactlog": func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.New(r, l, o...)
+		},
 		"fixedwindow": func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return fixedwindow.New(r, l, o...)
 		},
