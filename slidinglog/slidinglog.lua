@@ -70,10 +70,13 @@ if count + want <= limit then
     -- recorded at max(now, newest): the log stays in insertion order; in
     -- the newest entry's ms, merged into it
     local t = now
-    local m = (last + n) % M
     if evict then
       redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+      if count == 0 then
+        base, last = 0, 0 -- every entry has left: members start again from 0
+      end
     end
+    local m = (last + n) % M
     if count > 0 and newest >= now then
       t = newest
       redis.call('ZREM', key, top[1])
