@@ -34,7 +34,9 @@ type Log struct {
 	moved int
 }
 
-func (g *Log) at(i int) *entry { return &g.buf[(g.head+i)%len(g.buf)] }
+// at returns entry i (0 is the oldest). The buffer's size is a power of
+// two.
+func (g *Log) at(i int) *entry { return &g.buf[(g.head+i)&(len(g.buf)-1)] }
 
 // Len returns the number of entries.
 func (g *Log) Len() int { return g.n }
@@ -54,9 +56,17 @@ func (g *Log) Newest() (int64, bool) {
 }
 
 // first returns the index of the oldest entry recorded after floor (g.n if
-// none), by binary search.
+// none), by an exponential search from the oldest entry: O(log e) for e
+// entries at or before floor, usually none or one.
 func (g *Log) first(floor int64) int {
-	lo, hi := 0, g.n
+	if g.n == 0 || g.at(0).t > floor {
+		return 0
+	}
+	lo, hi := 1, 2 // at(lo-1) <= floor
+	for hi < g.n && g.at(hi-1).t <= floor {
+		lo, hi = hi, 2*hi
+	}
+	hi = min(hi, g.n)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if g.at(mid).t > floor {
@@ -109,13 +119,13 @@ func (g *Log) Evict(floor int64) {
 		return
 	}
 	g.base = g.before(i)
-	g.head = (g.head + i) % len(g.buf)
+	g.head = (g.head + i) & (len(g.buf) - 1)
 	g.n -= i
 	if g.n == 0 {
 		g.head, g.base = 0, 0
 	}
-	if len(g.buf) > 64 && g.n < len(g.buf)/4 {
-		g.resize(max(2*g.n, 4))
+	if len(g.buf) > 64 && g.n < len(g.buf)/8 {
+		g.resize(len(g.buf) / 4)
 	}
 }
 
@@ -139,7 +149,8 @@ func (g *Log) Record(now, units int64) int64 {
 	return now
 }
 
-// resize moves the entries to a buffer of size entries (>= g.n).
+// resize moves the entries to a buffer of size entries (>= g.n, a power of
+// two).
 func (g *Log) resize(size int) {
 	nb := make([]entry, size)
 	for i := 0; i < g.n; i++ {
