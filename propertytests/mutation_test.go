@@ -77,6 +77,12 @@ var mutants = []mutant{
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
+		name:     "sliding log: entries that left the window never removed (the key grows)",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `      redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)` + "\n", new: "\n"}},
+		subjects: "slidinglog", backends: "redis",
+	},
+	{
 		name:     "sliding log twin: eviction removed (units never leave)",
 		file:     "internal/unitlog/unitlog.go",
 		edits:    []edit{{old: `return int64(g.at(g.n-1).cum - g.before(g.first(floor)))`, new: `return int64(g.at(g.n-1).cum - g.base)`}},
