@@ -136,7 +136,7 @@ local k = count + want - limit`,
 	{
 		name:     "sliding log twin: RetryAfter waits for the k-th entry, not the k-th unit",
 		file:     "internal/unitlog/unitlog.go",
-		edits:    []edit{{old: `if int64(g.at(mid).cum-b) >= k {`, new: `if int64(mid-first+1) >= k {`}, {old: `lo, hi := g.first(floor), g.n-1`, new: `first := g.first(floor); lo, hi := first, g.n-1`}},
+		edits:    []edit{{old: `if int64(g.at(mid).cum-b) >= k {`, new: `if _ = b; int64(mid-first+1) >= k {`}, {old: `lo, hi := g.first(floor), g.n-1`, new: `first := g.first(floor); lo, hi := first, g.n-1`}},
 		subjects: "slidinglog", backends: "local",
 	},
 	{
