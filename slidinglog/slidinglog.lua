@@ -10,8 +10,10 @@
 --          below 2^53; else {allowed, remaining, retry after ms (-1: never),
 --          reset after ms}
 --
--- Work: O(log N) commands on N entries when allowed (plus the evicted
--- entries), O(log N) rank lookups of O(log N) each when denied; never in
+-- Work, on N entries: when allowed, five to seven commands of O(log N)
+-- each, plus the removal of the entries that left the window; when denied,
+-- a binary search of O(log N) rank lookups of O(log N) each (one lookup
+-- when the oldest live entry holds the unit, always so for n = 1). Never in
 -- proportion to n. (ARGV and TIME strings are turned into numbers by
 -- arithmetic, which is cheaper than tonumber.)
 local key = KEYS[1]
