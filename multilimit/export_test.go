@@ -6,8 +6,8 @@ import (
 )
 
 // LogOf returns how many entries the twin holds for key under rule i (a
-// sliding log) and how many entries that log has copied so far.
-func LogOf(l *Local, key string, i int) (entries, moved int) {
+// sliding log).
+func LogOf(l *Local, key string, i int) (entries int) {
 	now := l.clock.Now().UnixMilli()
 	l.store.Do(localstore.Key{Subject: key, Shard: strategy.NoShard}, now, func(s *state) int64 {
 		var expires int64
@@ -16,7 +16,7 @@ func LogOf(l *Local, key string, i int) (entries, moved int) {
 				break
 			}
 			if j == i {
-				entries, moved = s.rules[j].log.Len(), s.rules[j].log.Moved()
+				entries = s.rules[j].log.Len()
 			}
 			if t, ok := s.rules[j].log.Newest(); r.kind == kindSlidingLog && ok {
 				expires = max(expires, t+r.windowMs)
@@ -26,5 +26,5 @@ func LogOf(l *Local, key string, i int) (entries, moved int) {
 		}
 		return expires
 	})
-	return entries, moved
+	return entries
 }

@@ -29,9 +29,6 @@ type Log struct {
 	head int
 	n    int
 	base uint64 // cum of the last evicted entry: what the oldest entry's cum counts from
-	// moved counts entries copied (growing or shrinking the buffer): the
-	// work that is not O(1) per call, amortized O(1) per recorded entry.
-	moved int
 }
 
 // at returns entry i (0 is the oldest). The buffer's size is a power of
@@ -40,11 +37,6 @@ func (g *Log) at(i int) *entry { return &g.buf[(g.head+i)&(len(g.buf)-1)] }
 
 // Len returns the number of entries.
 func (g *Log) Len() int { return g.n }
-
-// Moved returns how many entries have been copied so far (buffer growth and
-// shrinking): the only work proportional to the log's size, amortized O(1)
-// per recorded request.
-func (g *Log) Moved() int { return g.moved }
 
 // Newest returns the time of the newest entry, and false when the log is
 // empty.
@@ -125,7 +117,7 @@ func (g *Log) Evict(floor int64) {
 		g.head, g.base = 0, 0
 	}
 	if len(g.buf) > 64 && g.n < len(g.buf)/8 {
-		g.resize(len(g.buf) / 4)
+		g.resize(len(g.buf) / 4) // amortized O(1): 3/4 of the buffer was evicted since it grew
 	}
 }
 
@@ -141,7 +133,7 @@ func (g *Log) Record(now, units int64) int64 {
 		}
 	}
 	if g.n == len(g.buf) {
-		g.resize(max(2*len(g.buf), 4))
+		g.resize(max(2*len(g.buf), 2))
 	}
 	prev := g.before(g.n)
 	*g.at(g.n) = entry{t: now, cum: prev + uint64(units)}
@@ -150,12 +142,12 @@ func (g *Log) Record(now, units int64) int64 {
 }
 
 // resize moves the entries to a buffer of size entries (>= g.n, a power of
-// two).
+// two): the only work in proportion to the log's size, amortized O(1) per
+// recorded request since the size doubles or quarters.
 func (g *Log) resize(size int) {
 	nb := make([]entry, size)
 	for i := 0; i < g.n; i++ {
 		nb[i] = *g.at(i)
 	}
-	g.moved += g.n
 	g.buf, g.head = nb, 0
 }
