@@ -13,9 +13,9 @@ import (
 
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only. It is safe for concurrent use. A subject
-// costs 16 bytes per allowed request in a sliding log rule's window
-// (whatever its cost) and 16 bytes per fixed window rule, plus a small
-// header, and is dropped once no rule's state matters. A decision never
+// costs 64 bytes per rule, plus 16 bytes per allowed request in a sliding
+// log rule's window (whatever its cost), plus a small header, and is
+// dropped once no rule's state matters. A decision never
 // allocates in proportion to its cost n, and takes O(log entries) time per
 // rule (amortized), whichever way the clock moved.
 type Local struct {
