@@ -23,5 +23,11 @@
 // BenchmarkWorkload is the report's workload (10,000 random subjects, 100
 // per minute, the Redis server's TIME) for every target, peers included.
 //
+// BenchmarkWorstCall reads from SLOWLOG the Redis time of the worst valid
+// sliding-log call (n = capacity at Limit = MaxUnits, slidinglog and
+// multilimit) and of a denial that binary-searches 10,000 entries:
+//
+//	go test -run '^$' -bench BenchmarkWorstCall -benchtime 1000x .
+//
 // The report command, ./cmd/report, puts it all in one table; see its doc.
 package benchmarks

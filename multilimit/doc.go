@@ -19,11 +19,12 @@
 //
 // # Algorithms
 //
-// A rule is a sliding log (exact: a sorted set of every unit in the window,
-// as package slidinglog) or a fixed window (a count per window aligned to
-// multiples of Window since the Unix epoch), in any mix. These two cover the usual pairing of a short exact rate with a long
-// cheap quota: a sliding log stores one entry per unit in its window, which
-// is right for 10/s and wasteful for 1000/h, while a fixed window stores two
+// A rule is a sliding log (exact: a sorted set of every request in the
+// window with its cost, as package slidinglog) or a fixed window (a count per
+// window aligned to multiples of Window since the Unix epoch), in any mix.
+// These two cover the usual pairing of a short exact rate with a long
+// cheap quota: a sliding log stores one entry per request in its window,
+// which is right for 10/s and wasteful for 1000/h, while a fixed window stores two
 // integers whatever the limit, and an hourly or daily quota is usually meant
 // to reset at the top of the window anyway. Both have an exact RetryAfter,
 // so the combined RetryAfter (the largest over the rules that deny) is exact
@@ -44,8 +45,12 @@
 // a subject carries the subject as its hash tag, so one script can touch all
 // of them on Redis Cluster. A key depends on the rule's algorithm and
 // window, not on its position or limit: reordering rules or changing a limit
-// keeps the subjects' state. A sliding log key is a sorted set with one
-// small-integer member per unit in the window; a fixed window key is a hash
+// keeps the subjects' state. A sliding log key is a sorted set laid out as
+// package slidinglog's (a base entry, then one entry per request in the
+// window: score = the ms it was recorded at, member = a running count of
+// units), so a request of n units is one entry and O(log N) work whatever
+// n, and a clock that steps back is handled as slidinglog documents
+// (recorded at the newest entry's time); a fixed window key is a hash
 // {s: window start ms, c: units}. Every key expires once its state no longer
 // matters.
 //

@@ -3,19 +3,21 @@ package multilimit
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only. It is safe for concurrent use. A subject
-// costs 8 bytes per live sliding log entry and 16 bytes per fixed window
-// rule, plus a small header, and is dropped once no rule's state matters.
+// costs 64 bytes per rule, plus 16 bytes per allowed request in a sliding
+// log rule's window (whatever its cost), plus a small header, and is
+// dropped once no rule's state matters. A decision never
+// allocates in proportion to its cost n, and takes O(log entries) time per
+// rule (amortized), whichever way the clock moved.
 type Local struct {
 	rules []rule
 	clock strategy.Clock
@@ -30,9 +32,9 @@ type state struct {
 }
 
 type ruleState struct {
-	log   []int64 // sliding log: entry times in ms, ascending
-	start int64   // fixed window: start of the window count belongs to
-	count int64   // fixed window: units recorded in that window
+	log   unitlog.Log // sliding log (see package unitlog)
+	start int64       // fixed window: start of the window count belongs to
+	count int64       // fixed window: units recorded in that window
 }
 
 // NewLocal returns the in-process twin of New. Of the options, only
@@ -66,7 +68,6 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 
 // check is one rule's verdict before anything is recorded.
 type check struct {
-	first int64 // sliding log: index of the oldest live entry
 	count int64
 	retry int64
 	reset int64
@@ -97,18 +98,17 @@ func (l *Local) AllowNEach(ctx context.Context, key string, n int64) (strategy.R
 			c, rs := &checks[i], &s.rules[i]
 			if r.kind == kindSlidingLog {
 				floor := now - r.windowMs
-				c.first = int64(sort.Search(len(rs.log), func(j int) bool { return rs.log[j] > floor }))
-				c.count = int64(len(rs.log)) - c.first
+				c.count = rs.log.Count(floor)
 				if c.count > 0 {
-					c.reset = rs.log[len(rs.log)-1] + r.windowMs - now
+					t, _ := rs.log.Newest()
+					c.reset = t + r.windowMs - now
 				}
 				switch {
 				case want > r.limit:
 					c.retry = -1
 				case c.count+want <= r.limit:
-				default:
-					k := c.count + want - r.limit
-					c.retry = rs.log[c.first+k-1] + r.windowMs - now
+				default: // the (count + want - limit)-th oldest live unit must leave
+					c.retry = rs.log.Leaves(floor, c.count+want-r.limit) + r.windowMs - now
 				}
 			} else {
 				start := windowStart(now, r.windowMs)
@@ -137,8 +137,8 @@ func (l *Local) AllowNEach(ctx context.Context, key string, n int64) (strategy.R
 			if allowed && n > 0 {
 				remaining = r.limit - c.count - n
 				if r.kind == kindSlidingLog {
-					rs.log = insert(rs.log[c.first:], now, n)
-					reset = max(reset, r.windowMs)
+					rs.log.Evict(now - r.windowMs)
+					reset = rs.log.Record(now, n) + r.windowMs - now
 				} else {
 					start := windowStart(now, r.windowMs)
 					rs.start, rs.count = start, c.count+n
@@ -146,8 +146,8 @@ func (l *Local) AllowNEach(ctx context.Context, key string, n int64) (strategy.R
 				}
 			}
 			each[i] = redisx.ResultOf(retry == 0, r.limit, remaining, retry, reset)
-			if r.kind == kindSlidingLog && len(rs.log) > 0 {
-				expires = max(expires, rs.log[len(rs.log)-1]+r.windowMs)
+			if t, ok := rs.log.Newest(); r.kind == kindSlidingLog && ok {
+				expires = max(expires, t+r.windowMs)
 			} else if r.kind == kindFixedWindow && rs.count > 0 {
 				expires = max(expires, rs.start+r.windowMs)
 			}
@@ -155,16 +155,6 @@ func (l *Local) AllowNEach(ctx context.Context, key string, n int64) (strategy.R
 		return expires
 	})
 	return Combine(allowed, each), each, nil
-}
-
-// insert records n entries at now in log, keeping it ascending even when the
-// clock went backwards.
-func insert(log []int64, now, n int64) []int64 {
-	at := sort.Search(len(log), func(j int) bool { return log[j] > now })
-	if len(log) == 0 {
-		log = nil // let a drained log's old array go
-	}
-	return slices.Insert(log, at, slices.Repeat([]int64{now}, int(n))...)
 }
 
 // Peek reports key's state now under every rule without recording anything.

@@ -19,7 +19,8 @@ type Algorithm string
 // The algorithms a Rule can use.
 const (
 	// SlidingLog is the exact sliding window (package slidinglog): a
-	// sorted set of every unit in the window. Memory grows with the limit.
+	// sorted set of every request in the window with its cost. Memory
+	// grows with the requests in the window.
 	SlidingLog Algorithm = "sliding_log"
 	// FixedWindow counts the units of the current window, aligned to
 	// multiples of Window since the Unix epoch: one small hash per subject,
@@ -56,7 +57,6 @@ type rule struct {
 	tag      string
 	limit    int64
 	windowMs int64
-	mod      int64 // sliding log member modulus; 0 for a fixed window
 }
 
 //go:embed multilimit.lua
@@ -89,9 +89,9 @@ func New(rdb redis.Scripter, rules []Rule, opts ...strategy.Option) (*Limiter, e
 	if err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, 4*len(rs))
+	args := make([]any, 0, 3*len(rs))
 	for _, r := range rs {
-		args = append(args, r.kind, r.limit, r.windowMs, r.mod)
+		args = append(args, r.kind, r.limit, r.windowMs)
 	}
 	return &Limiter{rdb: rdb, rules: rs, opts: o, args: args}, nil
 }
@@ -117,7 +117,7 @@ func setup(rules []Rule, opts []strategy.Option) ([]rule, strategy.Options, erro
 		x := rule{Rule: r, limit: r.Limit.Limit, windowMs: w}
 		switch r.Algorithm {
 		case SlidingLog:
-			x.kind, x.tag, x.mod = kindSlidingLog, "sl", max(128, 2*r.Limit.Limit)
+			x.kind, x.tag = kindSlidingLog, "sl"
 		case FixedWindow:
 			x.kind, x.tag = kindFixedWindow, "fw"
 		default:

@@ -4,13 +4,18 @@
 -- KEYS[i]  rule i's key; all keys of one call share the subject's hash tag
 -- ARGV     n (0: peek), now ms (-1: server TIME),
 --          then per rule: kind (1 sliding log, 2 fixed window), limit,
---          window ms, member modulus (sliding log; 0 otherwise)
+--          window ms
 -- returns  {allowed, then per rule: remaining, retry after ms (-1: never),
 --          reset after ms}
 --
--- Sliding log key: a sorted set, score = time in ms, member = small integer
--- (see slidinglog.lua). Fixed window key: a hash {s = window start ms,
--- c = units recorded in that window}.
+-- Sliding log key: a sorted set laid out as in slidinglog.lua: a base
+-- entry (member -1 - B), then one entry per recorded request (requests of
+-- one ms merged), score = the ms it was recorded at, strictly increasing,
+-- member = (B + the units recorded up to and including it) mod 2^41. Work
+-- per rule is O(log N) commands on N entries (plus the evicted ones), and
+-- O(log N) rank lookups when it denies; never in proportion to n.
+-- Fixed window key: a hash {s = window start ms, c = units recorded in that
+-- window}.
 local n = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 if now < 0 then
@@ -21,37 +26,79 @@ local want = n
 if n == 0 then
   want = 1
 end
+local M = 2199023255552 -- 2^41 > MaxUnits >= limit >= the units in a log
+
+-- leaves returns the score of the entry of sliding log r holding the k-th
+-- oldest live unit: the first entry after the base whose member is k or
+-- more past the base's, by a binary search over ranks.
+local function leaves(r, k)
+  if not r.brank then
+    r.brank = redis.call('ZCOUNT', r.key, '-inf', r.floor) - 1
+  end
+  local lo = r.brank + 1
+  local e = redis.call('ZRANGE', r.key, lo, lo, 'WITHSCORES')
+  if (e[1] - r.base) % M < k then
+    -- invariant: the entry at hi holds it, and e is the entry at hi
+    local hi = redis.call('ZCARD', r.key) - 1
+    lo, e = lo + 1, r.top
+    while lo < hi do
+      local mid = (lo + hi - (lo + hi) % 2) / 2
+      local x = redis.call('ZRANGE', r.key, mid, mid, 'WITHSCORES')
+      if (x[1] - r.base) % M >= k then
+        hi, e = mid, x
+      else
+        lo = mid + 1
+      end
+    end
+  end
+  return e[2] + 0
+end
 
 local rules = {}
 local allowed = 1
 for i = 1, #KEYS do
-  local a = 2 + (i - 1) * 4
+  local a = 2 + (i - 1) * 3
   local r = {
     key = KEYS[i],
     kind = tonumber(ARGV[a + 1]),
     limit = tonumber(ARGV[a + 2]),
     window = tonumber(ARGV[a + 3]),
-    mod = tonumber(ARGV[a + 4]),
   }
   local limit, window = r.limit, r.window
   if r.kind == 1 then
-    -- a unit recorded at t counts while now - t < window
+    -- a unit recorded at t counts while now - t < window; the live units
+    -- are those after the base: the newest entry at or before floor (the
+    -- base entry when no request entry is; rank 0 when the clock stepped
+    -- back before even that)
     r.floor = now - window
-    r.count = redis.call('ZCOUNT', r.key, '(' .. r.floor, '+inf')
+    r.count, r.last, r.base, r.evict = 0, 0, 0, false
+    r.top = redis.call('ZRANGE', r.key, -1, -1, 'WITHSCORES')
+    if r.top[1] then
+      r.last = r.top[1] + 0
+      r.newest = r.top[2] + 0
+      local b = redis.call('ZREVRANGEBYSCORE', r.key, r.floor, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      if not b[1] then
+        b = redis.call('ZRANGE', r.key, 0, 0, 'WITHSCORES')
+        r.brank = 0
+      end
+      r.base, r.bscore = b[1] + 0, b[2]
+      if r.base < 0 then
+        r.base = -1 - r.base
+      else
+        r.evict = true -- a request entry: it and those before it have left
+      end
+      r.count = (r.last - r.base) % M
+    end
     r.reset = 0
     if r.count > 0 then
-      local newest = redis.call('ZRANGE', r.key, -1, -1, 'WITHSCORES')
-      r.reset = tonumber(newest[2]) + window - now
+      r.reset = r.newest + window - now
     end
     if want > limit then
       r.retry = -1
     elseif r.count + want <= limit then
       r.retry = 0
     else
-      -- the (count + want - limit)-th oldest live entry must leave first
-      local k = r.count + want - limit
-      local e = redis.call('ZRANGEBYSCORE', r.key, '(' .. r.floor, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
-      r.retry = tonumber(e[2]) + window - now
+      r.retry = leaves(r, r.count + want - limit) + window - now
     end
   else
     -- windows are aligned to multiples of window since the Unix epoch
@@ -86,28 +133,28 @@ for i, r in ipairs(rules) do
   if allowed == 1 and n > 0 then
     remaining = r.limit - r.count - n
     if r.kind == 1 then
-      redis.call('ZREMRANGEBYSCORE', r.key, '-inf', r.floor)
-      -- Starting from (now + count) keeps a same-millisecond burst
-      -- collision-free; NX never overwrites a live entry, so a collision
-      -- only moves on to the next candidate.
-      local cand = (now + r.count) % r.mod
-      local added = 0
-      local tried = 0
-      while added < n do
-        if tried > r.mod + n then
-          return redis.error_reply('ratelimit: no free sliding log member')
+      -- recorded at max(now, newest): the log stays in insertion order; in
+      -- the newest entry's ms, merged into it
+      local t = now
+      if r.evict then
+        redis.call('ZREMRANGEBYSCORE', r.key, '-inf', r.floor)
+        if r.count == 0 then
+          r.base, r.last = 0, 0 -- every entry has left: members start again from 0
         end
-        local batch = {}
-        local b = math.min(n - added, 512)
-        for j = 1, b do
-          batch[2 * j - 1] = now
-          batch[2 * j] = cand
-          cand = (cand + 1) % r.mod
-        end
-        tried = tried + b
-        added = added + redis.call('ZADD', r.key, 'NX', unpack(batch))
       end
-      reset = math.max(reset, r.window)
+      local m = (r.last + n) % M
+      if r.count > 0 and r.newest >= now then
+        t = r.newest
+        redis.call('ZREM', r.key, r.top[1])
+      end
+      if r.evict then
+        redis.call('ZADD', r.key, r.bscore, -1 - r.base, t, m)
+      elseif r.top[1] then
+        redis.call('ZADD', r.key, t, m)
+      else
+        redis.call('ZADD', r.key, r.floor, -1, t, m)
+      end
+      reset = t + r.window - now
       redis.call('PEXPIRE', r.key, reset)
     else
       reset = r.start + r.window - now

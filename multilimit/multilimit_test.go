@@ -296,7 +296,19 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 							}
 							return n
 						}
-						return rdb.ZCard(ctx, key).Val()
+						// the newest member minus the base entry's count (no
+						// entry leaves a 24 h window here)
+						first, err1 := rdb.ZRange(ctx, key, 0, 0).Result()
+						last, err2 := rdb.ZRange(ctx, key, -1, -1).Result()
+						if err1 != nil || err2 != nil || len(first) != 1 || len(last) != 1 {
+							t.Fatalf("ZRANGE %s: %v %v %v %v", key, first, last, err1, err2)
+						}
+						b, _ := strconv.ParseInt(first[0], 10, 64)
+						l, _ := strconv.ParseInt(last[0], 10, 64)
+						if b >= 0 {
+							t.Fatalf("ZRANGE %s 0 0 = %v, want the base entry (a negative member)", key, first)
+						}
+						return l - (-1 - b)
 					}
 				}
 				if err != nil {

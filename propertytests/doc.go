@@ -37,7 +37,9 @@
 //   - exact: on a serial schedule every Result (Allowed, Remaining,
 //     RetryAfter, ResetAfter, Limit) is the one an independent model of the
 //     algorithm computes from the units allowed before: the units of
-//     (t-W, t] for the sliding log, of the aligned window for the fixed
+//     (t-W, t] for the sliding log (a request recorded at max(t, the newest
+//     recorded time), as package slidinglog documents for a clock that
+//     steps back; the property's clock never does), of the aligned window for the fixed
 //     window, the sliding counter's integer estimate, and for the token
 //     bucket and GCRA the tokens min(Burst, Burst + rate*(t - t_i) - units
 //     allowed since t_i) in exact integers. Every strategy documents exact
@@ -53,6 +55,10 @@
 //   - remaining: Peek agrees with the Remaining just returned, Remaining+1
 //     units are denied and Remaining units pass.
 //   - twin: the Redis script and the local twin return identical Results.
+//   - entries: a sliding log's sorted set holds at most one entry per
+//     request allowed in the window ending at the last allowed request, plus
+//     its base entry, whatever the costs (a request of n units is one
+//     entry, and entries that left the window are removed).
 //   - ttl: every key carries a TTL no longer than its state matters, and on
 //     miniredis every key is gone once that time has passed.
 //   - bound_servertime: on a real Redis with the default clock (the

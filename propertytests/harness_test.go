@@ -86,6 +86,9 @@ type env struct {
 	guard func(now int64) int64
 	// keys returns the case's keys with their TTL (-1: none); nil for local.
 	keys func() (map[string]time.Duration, error)
+	// card returns the number of entries of a sorted-set key; nil for
+	// local.
+	card func(key string) (int64, error)
 	// stats, when set, counts the calls
 	stats *stats
 }
@@ -168,6 +171,13 @@ func openMiniredis(serverTime bool) func(t *testing.T) envBuilder {
 				}
 				e.hosts = append(e.hosts, st)
 			}
+			e.card = func(key string) (int64, error) {
+				if !mr.Exists(key) {
+					return 0, nil
+				}
+				m, err := mr.ZMembers(key)
+				return int64(len(m)), err
+			}
 			e.keys = func() (map[string]time.Duration, error) {
 				out := map[string]time.Duration{}
 				for _, k := range mr.Keys() {
@@ -211,6 +221,7 @@ func openRedis(t *testing.T) envBuilder {
 			}
 			e.hosts = append(e.hosts, st)
 		}
+		e.card = func(key string) (int64, error) { return clients[0].ZCard(ctx, key).Result() }
 		e.keys = func() (map[string]time.Duration, error) {
 			out := map[string]time.Duration{}
 			iter := clients[0].Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()

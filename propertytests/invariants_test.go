@@ -118,7 +118,8 @@ func boundArrival(lim strategy.Limit, a []event) string {
 // Remaining, RetryAfter and ResetAfter must be exactly the model's (each
 // algorithm documents exact integer arithmetic). The models:
 //
-//   - sliding log: the units of (now-W, now] count;
+//   - sliding log: the units recorded in (now-W, now] count, a request
+//     being recorded at max(now, the newest recorded time);
 //   - fixed window: the units of the aligned window of now count;
 //   - token bucket and GCRA: the tokens at now are
 //     min(Burst, min over allowed i of Burst + rate*(now - t_i) - (units
@@ -153,10 +154,33 @@ func checkExact(k kind, lim strategy.Limit, evs []event) string {
 				ev, want.Allowed, want.Remaining, want.RetryAfter, want.ResetAfter, want.Limit, ev.res.Limit, subjects[ev.subject], h)
 		}
 		if n > 0 && ev.res.Allowed {
-			hist[ev.subject] = append(h, ev)
+			if k == slidingLog {
+				hist[ev.subject] = slidingRecord(lim, h, ev)
+			} else {
+				hist[ev.subject] = append(h, ev)
+			}
 		}
 	}
 	return ""
+}
+
+// slidingRecord is the sliding log h after ev is allowed: the requests
+// recorded at or before ev.at - W leave, and ev's units are recorded at
+// max(ev.at, the newest recorded time), so that recording times never
+// decrease even when the clock steps back (the semantics package slidinglog
+// documents; with a clock that never steps back, ev.at).
+func slidingRecord(lim strategy.Limit, h []event, ev event) []event {
+	w := lim.Window.Milliseconds()
+	var out []event
+	for _, u := range h {
+		if ev.at-u.at < w {
+			out = append(out, u)
+		}
+	}
+	if len(out) > 0 {
+		ev.at = max(ev.at, out[len(out)-1].at)
+	}
+	return append(out, ev)
 }
 
 // windowModel is the decision of a sliding log or fixed window at now for
@@ -182,7 +206,11 @@ func windowModel(k kind, lim strategy.Limit, h []event, now, n int64) strategy.R
 	r := strategy.Result{Allowed: allowed, Limit: limit, Remaining: max(limit-count, 0)}
 	if allowed && n > 0 {
 		r.Remaining = limit - count - n
-		live = append(live, event{at: now, n: n})
+		at := now
+		if k == slidingLog && len(live) > 0 { // recorded at max(now, newest)
+			at = max(at, live[len(live)-1].at)
+		}
+		live = append(live, event{at: at, n: n})
 	}
 	edge := (floorDiv(now, w)+1)*w - now // ms left in the aligned window
 	if len(live) > 0 {                   // until the newest unit stops counting

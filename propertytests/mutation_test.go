@@ -39,56 +39,65 @@ var mutants = []mutant{
 		file: "slidinglog/slidinglog.go",
 		edits: []edit{{
 			old: `	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.mod, l.b.Now())`,
+		l.b.Lim.Limit, l.windowMs, n, l.b.Now())`,
 			new: `	now := l.b.Now()
 	// MUTANT: count in one script run, record in another
-	chk, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, 0, l.mod, now)
+	chk, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, 0, now)
 	if err != nil || n == 0 || n > l.b.Lim.Limit || chk.Remaining < n {
-		return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, n, l.mod, now)
+		return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, n, now)
 	}
-	res, err := redisx.Decision(ctx, l.b.RDB, script, k, strategy.MaxUnits, strategy.MaxUnits, l.windowMs, n, l.mod, now)
+	res, err := redisx.Decision(ctx, l.b.RDB, script, k, strategy.MaxUnits, strategy.MaxUnits, l.windowMs, n, now)
 	res.Limit, res.Remaining = l.b.Lim.Limit, chk.Remaining-n
 	return res, err`,
 		}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
-		name: "sliding log: the timestamp as the member",
-		file: "slidinglog/slidinglog.lua",
-		edits: []edit{
-			{old: `batch[2 * j] = cand`, new: `batch[2 * j] = now`},
-			{old: `added = added + redis.call('ZADD', key, 'NX', unpack(batch))`, new: `redis.call('ZADD', key, unpack(batch)); added = added + b`},
-		},
-		subjects: "slidinglog", backends: "redis",
-	},
-	{
-		name:     "sliding log: eviction removed",
+		name:     "sliding log: the timestamp as the member",
 		file:     "slidinglog/slidinglog.lua",
-		edits:    []edit{{old: `  redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)` + "\n", new: "\n"}},
+		edits:    []edit{{old: `local m = (last + n) % M`, new: `local m = now % M`}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
-		name:     "sliding log twin: eviction removed",
-		file:     "slidinglog/local.go",
-		edits:    []edit{{old: `			g.evict(floor)` + "\n", new: "\n"}},
+		name:     "sliding log: a request in the newest entry's ms overwrites it (collision undercount)",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `redis.call('ZREM', key, top[1])`, new: `redis.call('ZREM', key, top[1]); m = last`}},
+		subjects: "slidinglog", backends: "redis",
+	},
+	{
+		name:     "sliding log twin: a request in the newest entry's ms overwrites it (collision undercount)",
+		file:     "internal/unitlog/unitlog.go",
+		edits:    []edit{{old: `e.cum += uint64(units)`, new: `_ = units`}},
 		subjects: "slidinglog", backends: "local",
 	},
 	{
-		name: "sliding log: window edge off by one (now - t <= W counts)",
-		file: "slidinglog/slidinglog.lua",
-		edits: []edit{
-			{old: `redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)`, new: `redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. floor)`},
-			{old: `count = redis.call('ZCOUNT', key, '(' .. floor, '+inf')`, new: `count = redis.call('ZCOUNT', key, floor, '+inf')`},
-		},
+		name:     "sliding log: eviction removed (units never leave)",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `redis.call('ZREVRANGEBYSCORE', key, floor, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)`, new: `{}`}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
-		name: "sliding log twin: window edge off by one (now - t <= W counts)",
-		file: "slidinglog/local.go",
-		edits: []edit{
-			{old: `for g.count > 0 && g.buf[g.head] <= floor {`, new: `for g.count > 0 && g.buf[g.head] < floor {`},
-			{old: `for i < g.count && g.at(i) <= floor {`, new: `for i < g.count && g.at(i) < floor {`},
-		},
+		name:     "sliding log: entries that left the window never removed (the key grows)",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `      redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)` + "\n", new: "\n"}},
+		subjects: "slidinglog", backends: "redis",
+	},
+	{
+		name:     "sliding log twin: eviction removed (units never leave)",
+		file:     "internal/unitlog/unitlog.go",
+		edits:    []edit{{old: `return int64(g.at(g.n-1).cum - g.before(g.first(floor)))`, new: `return int64(g.at(g.n-1).cum - g.base)`}},
+		subjects: "slidinglog", backends: "local",
+	},
+	{
+		name:     "sliding log: window edge off by one (now - t <= W counts)",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `local floor = now - window`, new: `local floor = now - window - 1`}},
+		subjects: "slidinglog", backends: "redis",
+	},
+	{
+		name:     "sliding log twin: window edge off by one (now - t <= W counts)",
+		file:     "slidinglog/local.go",
+		edits:    []edit{{old: `floor := now - window`, new: `floor := now - window - 1`}},
 		subjects: "slidinglog", backends: "local",
 	},
 	{
@@ -96,16 +105,39 @@ var mutants = []mutant{
 		file: "slidinglog/slidinglog.lua",
 		edits: []edit{{
 			old: `local k = count + want - limit`,
-			new: `if n > 0 then redis.call('ZADD', key, now, 'denied:' .. now .. ':' .. count) end
+			new: `if n > 0 then redis.call('ZADD', key, newest + 1, (last + n) % M) end
 local k = count + want - limit`,
 		}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
-		name:     "sliding log: PEXPIRE dropped",
-		file:     "slidinglog/slidinglog.lua",
-		edits:    []edit{{old: `    redis.call('PEXPIRE', key, ARGV[2])` + "\n", new: "\n"}},
+		name: "sliding log: PEXPIRE dropped",
+		file: "slidinglog/slidinglog.lua",
+		edits: []edit{{
+			old: `    if t == now then
+      redis.call('PEXPIRE', key, ARGV[2])
+    else
+      redis.call('PEXPIRE', key, reset)
+    end
+`,
+			new: "\n",
+		}},
 		subjects: "slidinglog", backends: "redis",
+	},
+	{
+		name: "sliding log: RetryAfter waits for the k-th entry, not the k-th unit",
+		file: "slidinglog/slidinglog.lua",
+		edits: []edit{
+			{old: `if (e[1] - base) % M < k then`, new: `if 1 < k then`},
+			{old: `if (x[1] - base) % M >= k then`, new: `if mid - brank >= k then`},
+		},
+		subjects: "slidinglog", backends: "redis",
+	},
+	{
+		name:     "sliding log twin: RetryAfter waits for the k-th entry, not the k-th unit",
+		file:     "internal/unitlog/unitlog.go",
+		edits:    []edit{{old: `if int64(g.at(mid).cum-b) >= k {`, new: `if _ = b; int64(mid-first+1) >= k {`}, {old: `lo, hi := g.first(floor), g.n-1`, new: `first := g.first(floor); lo, hi := first, g.n-1`}},
+		subjects: "slidinglog", backends: "local",
 	},
 	{
 		name:     "token bucket: refill truncated to whole tokens",

@@ -103,6 +103,12 @@ var properties = []property{
 		check: checkTwin,
 	},
 	{
+		name: "entries", backends: redisBackends,
+		applies: func(s subject) bool { return notSharded(s) && s.kind == slidingLog },
+		opts:    genOpts{maxBatch: 8, subjects: 2, peeks: true},
+		check:   checkEntries,
+	},
+	{
 		name: "ttl", backends: redisBackends,
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,
@@ -209,6 +215,44 @@ func checkTwin(e *env, c Case, _ func() (*env, error)) string {
 		return ""
 	})
 	return msg
+}
+
+// checkEntries: after any schedule a sliding log's sorted set holds at
+// most one entry per request allowed in the window that ends at the last
+// allowed request, plus the base entry: whatever the costs, entries that
+// left the window are removed, and nothing else is stored.
+func checkEntries(e *env, c Case, _ func() (*env, error)) string {
+	evs, msg := e.runConcurrent(c)
+	if msg != "" {
+		return msg
+	}
+	keyer, ok := e.hosts[0].(interface{ Key(string) string })
+	if !ok {
+		return fmt.Sprintf("%T has no Key method", e.hosts[0])
+	}
+	w := e.lim.Window.Milliseconds()
+	for subj, a := range allowedUnits(evs) {
+		if len(a) == 0 {
+			continue
+		}
+		last := a[len(a)-1].at
+		bound := int64(1)
+		for _, ev := range a {
+			if last-ev.at < w {
+				bound++
+			}
+		}
+		key := keyer.Key(subjects[subj])
+		n, err := e.card(key)
+		if err != nil {
+			return err.Error()
+		}
+		if n > bound {
+			return fmt.Sprintf("%s holds %d entries after %d allowed requests, %d of them in the last window: want at most %d",
+				key, n, len(a), bound-1, bound)
+		}
+	}
+	return ""
 }
 
 // checkTTL: after any schedule every key carries a TTL no longer than its

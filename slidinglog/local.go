@@ -6,15 +6,18 @@ import (
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only. It is safe for concurrent use. A subject
-// costs 8 bytes per live entry plus a small header, and is dropped once its
-// newest entry has left the window.
+// costs 16 bytes per allowed request in the window (whatever its cost) plus
+// a small header, and is dropped once its newest entry has left the window.
+// A decision never allocates in proportion to its cost n, and takes
+// O(log entries) time (amortized), whichever way the clock moved.
 type Local struct {
-	t        localstore.Twin[log]
+	t        localstore.Twin[unitlog.Log]
 	windowMs int64
 }
 
@@ -22,55 +25,6 @@ var (
 	_ strategy.Strategy = (*Local)(nil)
 	_ keys.ShardAware   = (*Local)(nil)
 )
-
-// log is a ring buffer of entry times in ms, oldest first.
-type log struct {
-	buf   []int64
-	head  int
-	count int
-}
-
-func (g *log) at(i int) int64 { return g.buf[(g.head+i)%len(g.buf)] }
-
-// evict drops the entries at or before floor from the front.
-func (g *log) evict(floor int64) {
-	for g.count > 0 && g.buf[g.head] <= floor {
-		g.head = (g.head + 1) % len(g.buf)
-		g.count--
-	}
-}
-
-// live counts the entries after floor.
-func (g *log) live(floor int64) int {
-	i := 0
-	for i < g.count && g.at(i) <= floor {
-		i++
-	}
-	return g.count - i
-}
-
-// insert records n entries at now, keeping the buffer sorted even when the
-// clock went backwards.
-func (g *log) insert(now int64, n int, limit int64) {
-	if need := g.count + n; need > len(g.buf) {
-		size := max(need, min(2*len(g.buf), int(limit)), 4)
-		nb := make([]int64, size)
-		for i := 0; i < g.count; i++ {
-			nb[i] = g.at(i)
-		}
-		g.buf, g.head = nb, 0
-	}
-	for range n {
-		// place now after every entry <= now
-		j := g.count
-		for j > 0 && g.at(j-1) > now {
-			g.buf[(g.head+j)%len(g.buf)] = g.at(j - 1)
-			j--
-		}
-		g.buf[(g.head+j)%len(g.buf)] = now
-		g.count++
-	}
-}
 
 // NewLocal returns the in-process twin of New. lim.Burst is ignored. Of the
 // options, only WithClock matters; the default clock is time.Now.
@@ -80,7 +34,7 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 		return nil, err
 	}
 	w := lim.Window.Milliseconds()
-	return &Local{t: localstore.NewTwin[log](lim, o, w), windowMs: w}, nil
+	return &Local{t: localstore.NewTwin[unitlog.Log](lim, o, w), windowMs: w}, nil
 }
 
 // Limit returns the limit the strategy enforces.
@@ -93,47 +47,42 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	limit, window := l.t.Lim.Limit, l.windowMs
-	floor := now - window
 	var res strategy.Result
-	l.t.Store.Do(sk, now, func(g *log) int64 {
-		want := n
-		var count int64
-		if n == 0 {
-			want = 1
-			count = int64(g.live(floor))
-		} else {
-			g.evict(floor)
-			count = int64(g.count)
+	l.t.Store.Do(sk, now, func(g *unitlog.Log) int64 {
+		res = decide(g, l.t.Lim.Limit, l.windowMs, now, n)
+		if t, ok := g.Newest(); ok {
+			return t + l.windowMs
 		}
-		newest := func() int64 { return g.at(g.count-1) + window - now }
-		switch {
-		case want > limit:
-			reset := int64(0)
-			if count > 0 {
-				reset = newest()
-			}
-			res = redisx.ResultOf(false, limit, max(limit-count, 0), -1, reset)
-		case count+want <= limit && n == 0:
-			reset := int64(0)
-			if count > 0 {
-				reset = newest()
-			}
-			res = redisx.ResultOf(true, limit, limit-count, 0, reset)
-		case count+want <= limit:
-			g.insert(now, int(n), limit)
-			res = redisx.ResultOf(true, limit, limit-count-n, 0, window)
-		default:
-			k := count + want - limit // the k-th oldest live entry must leave
-			first := int64(g.count) - count
-			res = redisx.ResultOf(false, limit, max(limit-count, 0), g.at(int(first+k-1))+window-now, newest())
-		}
-		if g.count == 0 {
-			return 0
-		}
-		return g.at(g.count-1) + window
+		return 0
 	})
 	return res, nil
+}
+
+// decide is one decision of the sliding log g for n units at now (the same
+// steps as slidinglog.lua): the units recorded after now - window count;
+// an allowed request evicts what left the window and records its n units
+// at max(now, the newest entry's time).
+func decide(g *unitlog.Log, limit, window, now, n int64) strategy.Result {
+	floor := now - window
+	count := g.Count(floor)
+	want := max(n, 1)
+	reset := int64(0)
+	if count > 0 {
+		t, _ := g.Newest()
+		reset = t + window - now
+	}
+	switch {
+	case want > limit:
+		return redisx.ResultOf(false, limit, max(limit-count, 0), -1, reset)
+	case count+want <= limit && n == 0:
+		return redisx.ResultOf(true, limit, limit-count, 0, reset)
+	case count+want <= limit:
+		g.Evict(floor)
+		t := g.Record(now, n)
+		return redisx.ResultOf(true, limit, limit-count-n, 0, t+window-now)
+	}
+	// the (count + want - limit)-th oldest live unit must leave first
+	return redisx.ResultOf(false, limit, max(limit-count, 0), g.Leaves(floor, count+want-limit)+window-now, reset)
 }
 
 // Peek reports key's state now without recording anything.

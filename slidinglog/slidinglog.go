@@ -23,7 +23,6 @@ var script = redis.NewScript(scriptSrc)
 type Limiter struct {
 	b        redisx.Base
 	windowMs int64
-	mod      int64
 }
 
 var (
@@ -39,14 +38,7 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{b: b, windowMs: lim.Window.Milliseconds(), mod: memberModulus(lim.Limit)}, nil
-}
-
-// memberModulus is how many distinct members the script cycles through:
-// at least twice the limit, so a free member is always near, and at least
-// 128, since members below 128 cost one byte in a listpack anyway.
-func memberModulus(limit int64) int64 {
-	return max(128, 2*limit)
+	return &Limiter{b: b, windowMs: lim.Window.Milliseconds()}, nil
 }
 
 // Limit returns the limit the strategy enforces.
@@ -56,14 +48,16 @@ func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
 func (l *Limiter) Key(key string) string { return l.b.Key(key) }
 
 // AllowN records n units for key if the units in the window (now - Window,
-// now] plus n do not exceed the limit, in one script run.
+// now] plus n do not exceed the limit, in one script run. The request is
+// one sorted-set entry whatever n, and the script's work does not grow
+// with n (see the package doc).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
 	k, err := l.b.KeyN(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
 	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.mod, l.b.Now())
+		l.b.Lim.Limit, l.windowMs, n, l.b.Now())
 }
 
 // Peek reports key's state now without recording anything or writing to Redis.

@@ -1,76 +1,101 @@
--- Exact sliding window log on one sorted set.
--- KEYS[1]  the subject's sorted set: score = time in ms, member = small integer
--- ARGV     limit, window ms, n (0: peek), member modulus, now ms (-1: server TIME)
+-- Exact sliding window log on one sorted set, one entry per request.
+-- KEYS[1]  the subject's sorted set, in score order:
+--          the base entry: member -1 - B, score at or before every other;
+--          then one entry per recorded request (requests of one ms merged),
+--          score = the ms it was recorded at, strictly increasing, member =
+--          (B + the units recorded up to and including it) mod 2^41.
+--          Units of an entry = its member - the previous entry's (mod 2^41).
+-- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME)
 -- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
 --          below 2^53; else {allowed, remaining, retry after ms (-1: never),
 --          reset after ms}
 --
--- (ARGV and TIME strings are turned into numbers by arithmetic, which is
--- cheaper than tonumber.)
+-- Work, on N entries: when allowed, five to seven commands of O(log N)
+-- each, plus the removal of the entries that left the window; when denied,
+-- a binary search of O(log N) rank lookups of O(log N) each (one lookup
+-- when the oldest live entry holds the unit, always so for n = 1). Never in
+-- proportion to n. (ARGV and TIME strings are turned into numbers by
+-- arithmetic, which is cheaper than tonumber.)
 local key = KEYS[1]
 local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
-local mod = ARGV[4] + 0
-local now = ARGV[5] + 0
+local now = ARGV[4] + 0
 if now < 0 then
   local t = redis.call('TIME')
   local us = t[2] + 0
   now = t[1] * 1000 + (us - us % 1000) / 1000
 end
+local M = 2199023255552 -- 2^41 > MaxUnits >= limit >= the units in the log
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
-
-local count
 local want = n
 if n == 0 then
   want = 1
-  count = redis.call('ZCOUNT', key, '(' .. floor, '+inf')
-else
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
-  count = redis.call('ZCARD', key)
+end
+
+-- The newest entry, and the base: the newest entry at or before floor, the
+-- base entry itself when no request entry is (found at rank 0 when the
+-- clock stepped back before even the base entry). The units after the base
+-- are the live ones.
+local count, newest, last, base = 0, nil, 0, 0
+local bscore, brank, evict = nil, nil, false
+local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+if top[1] then
+  last = top[1] + 0
+  newest = top[2] + 0
+  local b = redis.call('ZREVRANGEBYSCORE', key, floor, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if not b[1] then
+    b = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    brank = 0
+  end
+  base, bscore = b[1] + 0, b[2]
+  if base < 0 then
+    base = -1 - base
+  else
+    evict = true -- a request entry: it and those before it have left
+  end
+  count = (last - base) % M
+end
+
+local reset = 0
+if count > 0 then
+  reset = newest + window - now
 end
 
 if want > limit then
-  local reset = 0
-  if count > 0 then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset = tonumber(newest[2]) + window - now
-  end
   return {0, math.max(limit - count, 0), -1, reset}
 end
 
 if count + want <= limit then
-  local reset = window
-  if n == 0 then
-    reset = 0
-    if count > 0 then
-      local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-      reset = newest[2] + window - now
-    end
-  else
-    -- Members are small integers, cheap in a listpack. Starting from
-    -- (now + count) keeps a same-millisecond burst collision-free; NX never
-    -- overwrites a live entry, so a collision only moves on to the next
-    -- candidate, and at most limit of the mod candidates are live.
-    local cand = (now + count) % mod
-    local added = 0
-    local tried = 0
-    while added < n do
-      if tried > mod + n then
-        return redis.error_reply('ratelimit: no free sliding log member')
+  if n > 0 then
+    -- recorded at max(now, newest): the log stays in insertion order; in
+    -- the newest entry's ms, merged into it
+    local t = now
+    if evict then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+      if count == 0 then
+        base, last = 0, 0 -- every entry has left: members start again from 0
       end
-      local batch = {}
-      local b = math.min(n - added, 512)
-      for j = 1, b do
-        batch[2 * j - 1] = now
-        batch[2 * j] = cand
-        cand = (cand + 1) % mod
-      end
-      tried = tried + b
-      added = added + redis.call('ZADD', key, 'NX', unpack(batch))
     end
-    redis.call('PEXPIRE', key, ARGV[2])
+    local m = (last + n) % M
+    if count > 0 and newest >= now then
+      t = newest
+      redis.call('ZREM', key, top[1])
+    end
+    if evict then
+      redis.call('ZADD', key, bscore, -1 - base, t, m)
+    elseif top[1] then
+      redis.call('ZADD', key, t, m)
+    else
+      redis.call('ZADD', key, floor, -1, t, m)
+    end
+    reset = t + window - now
+    if t == now then
+      redis.call('PEXPIRE', key, ARGV[2])
+    else
+      redis.call('PEXPIRE', key, reset)
+    end
   end
   local remaining = limit - count - n
   local x = reset * (limit + 1) + remaining
@@ -80,8 +105,28 @@ if count + want <= limit then
   return {1, remaining, 0, reset}
 end
 
--- Denied: the (count + want - limit)-th oldest live entry must leave first.
+-- Denied: the entry holding the k-th oldest live unit must leave first:
+-- the first entry after the base whose member is k or more past the base's.
+-- A binary search over ranks, each lookup O(log N); one lookup when the
+-- oldest live entry holds it (always so for n = 1).
 local k = count + want - limit
-local e = redis.call('ZRANGEBYSCORE', key, '(' .. floor, '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-return {0, math.max(limit - count, 0), tonumber(e[2]) + window - now, tonumber(newest[2]) + window - now}
+if not brank then
+  brank = redis.call('ZCOUNT', key, '-inf', floor) - 1
+end
+local lo = brank + 1
+local e = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+if (e[1] - base) % M < k then
+  -- invariant: the entry at hi holds it, and e is the entry at hi
+  local hi = redis.call('ZCARD', key) - 1
+  lo, e = lo + 1, top
+  while lo < hi do
+    local mid = (lo + hi - (lo + hi) % 2) / 2
+    local x = redis.call('ZRANGE', key, mid, mid, 'WITHSCORES')
+    if (x[1] - base) % M >= k then
+      hi, e = mid, x
+    else
+      lo = mid + 1
+    end
+  end
+end
+return {0, math.max(limit - count, 0), e[2] + window - now, reset}
