@@ -37,8 +37,10 @@ type ruleState struct {
 	count int64       // fixed window: units recorded in that window
 }
 
-// NewLocal returns the in-process twin of New. Of the options, only
-// WithClock matters; the default clock is time.Now.
+// NewLocal returns the in-process twin of New. Of the options, WithClock
+// (the default clock is time.Now), WithMaxSubjects and WithOnEvict matter:
+// the twin holds at most that many subjects, evicting the least recently
+// used, and frees idle ones within about the longest window.
 func NewLocal(rules []Rule, opts ...strategy.Option) (*Local, error) {
 	rs, o, err := setup(rules, opts)
 	if err != nil {
@@ -52,7 +54,13 @@ func NewLocal(rules []Rule, opts ...strategy.Option) (*Local, error) {
 	for _, r := range rs {
 		w = max(w, r.windowMs)
 	}
-	return &Local{rules: rs, clock: c, store: localstore.New[state](w)}, nil
+	store := localstore.NewStore[state](localstore.Config{
+		MaxSubjects: o.MaxSubjects,
+		Sweep:       max(time.Duration(w)*time.Millisecond, localstore.MinSweep),
+		Now:         func() int64 { return c.Now().UnixMilli() },
+		OnEvict:     o.OnEvict,
+	})
+	return &Local{rules: rs, clock: c, store: store}, nil
 }
 
 // Rules returns the rules the twin enforces, in the order given to NewLocal.

@@ -562,6 +562,33 @@ func TestLocalDropsIdleSubjects(t *testing.T) {
 	}
 }
 
+// The twin holds at most WithMaxSubjects subjects, evicting (and counting)
+// the least recently used, like every other twin.
+func TestLocalBoundsSubjects(t *testing.T) {
+	const bound, subjects = 256, 5000
+	var evicted atomic.Int64
+	m, err := multilimit.NewLocal([]multilimit.Rule{
+		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerHour(5)},
+		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(100)},
+	}, strategy.WithClock(conformance.NewClock(conformance.Epoch)),
+		strategy.WithMaxSubjects(bound), strategy.WithOnEvict(func() { evicted.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range subjects {
+		if _, err := m.AllowN(ctx, "subject-"+strconv.Itoa(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := m.Subjects()
+	if n > bound {
+		t.Errorf("%d subjects held after %d first requests, want at most the bound %d", n, subjects, bound)
+	}
+	if got := evicted.Load(); got != int64(subjects-n) {
+		t.Errorf("%d evictions counted, want %d (subjects %d - held %d)", got, subjects-n, subjects, n)
+	}
+}
+
 // TestCluster runs the conformance suite over a mix of rules on a real
 // 3-master Redis Cluster (a CROSSSLOT error fails it), and checks that the
 // keys of one subject live on one master while subjects spread over several.
