@@ -125,24 +125,10 @@ local function fields(width, t, h, c, k)
     (c - c % 256) / 256, c % 256, (k - k % 256) / 256, k % 256)
 end
 
--- store forgets the units before first and records k units at time t,
--- with the key expiring when the newest unit leaves the window; or deletes
--- the key when nothing is left.
+-- store forgets the units before first and records k (> 0) units at time
+-- t, with the key expiring when the newest unit leaves the window.
 local function store(k, t)
   local keep = count - first
-  if keep + k == 0 then
-    redis.call('DEL', key)
-    return
-  end
-  if k == 0 then
-    -- only forgotten: the count shrinks; slots, newest and expiry stay
-    if s then
-      redis.call('SET', key, string.sub(s, 1, 9) .. enc(keep, 2) .. string.sub(s, 12), 'KEEPTTL')
-    else
-      redis.call('SETRANGE', key, 9, enc(keep, 2))
-    end
-    return
-  end
   local oldest = t
   if keep > 0 then
     oldest = at(first)
@@ -203,10 +189,9 @@ if live > 0 then
   reset = newest + window - now
 end
 
+-- Denied requests, Peek and n = 0 write nothing: only a recorded request
+-- forgets the units that left the window.
 if want > limit then
-  if n > 0 and first > 0 then
-    store(0, now)
-  end
   return {0, math.max(limit - live, 0), -1, reset}
 end
 
@@ -227,7 +212,4 @@ end
 
 -- Denied: the (live + want - limit)-th oldest live unit must leave first.
 local retry = at(first + live + want - limit - 1) + window - now
-if n > 0 and first > 0 then
-  store(0, now)
-end
 return {0, math.max(limit - live, 0), retry, reset}

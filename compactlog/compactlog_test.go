@@ -158,10 +158,10 @@ func TestRetryAfterForCost(t *testing.T) {
 
 // model is the decided semantics of an exact sliding log, written
 // independently of the implementation: a unit recorded at t counts while
-// now - t < W; a request with n > 0 first forgets the units at or before
-// now - W; units are recorded at max(now, the newest unit kept), so a clock
-// that steps back never records a unit before an older one; RetryAfter and
-// ResetAfter are measured from now.
+// now - t < W; an allowed request with n > 0 first forgets the units at or
+// before now - W (denials change nothing); units are recorded at max(now,
+// the newest unit kept), so a clock that steps back never records a unit
+// before an older one; RetryAfter and ResetAfter are measured from now.
 type model struct {
 	units map[string][]int64
 	// expire: a subject is forgotten when a call comes once its newest
@@ -175,9 +175,6 @@ func (m *model) allowN(lim strategy.Limit, key string, now, n int64) strategy.Re
 	floor := now - w
 	if m.expire && len(m.units[key]) > 0 && slices.Max(m.units[key]) <= floor {
 		m.units[key] = nil
-	}
-	if n > 0 {
-		m.units[key] = slices.DeleteFunc(m.units[key], func(t int64) bool { return t <= floor })
 	}
 	var live []int64
 	for _, t := range m.units[key] {
@@ -199,6 +196,7 @@ func (m *model) allowN(lim strategy.Limit, key string, now, n int64) strategy.Re
 		r.Allowed = true
 		r.Remaining = limit - count - n
 		if n > 0 {
+			m.units[key] = slices.DeleteFunc(m.units[key], func(t int64) bool { return t <= floor })
 			at := now
 			for _, t := range m.units[key] {
 				at = max(at, t)
@@ -591,7 +589,8 @@ func TestLocalDropsIdleSubjects(t *testing.T) {
 }
 
 // TestMemoryUsage measures, on a real redis-server, what one full subject
-// (Limit units in the window, 100 requests spread over it, default prefix,
+// (Limit requests of one unit spread over the window, the sorted set's worst
+// case of one entry per unit, default prefix,
 // subject "u12345") costs with the compact log and with the sliding log,
 // at limits 100, 1,000 and 10,000 per minute. The compact log must stay
 // within 8 bytes per unit.
@@ -615,13 +614,14 @@ func TestMemoryUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for i := range 100 {
+		step := time.Minute * 998 / 1000 / time.Duration(limit)
+		for i := range limit {
 			for _, st := range []strategy.Strategy{c, s} {
-				if r, err := st.AllowN(ctx, "u12345", limit/100); err != nil || !r.Allowed {
+				if r, err := st.AllowN(ctx, "u12345", 1); err != nil || !r.Allowed {
 					t.Fatalf("%T, limit %d, request %d: %+v, %v", st, limit, i, r, err)
 				}
 			}
-			clock.Advance(599 * time.Millisecond)
+			clock.Advance(max(step, time.Millisecond))
 		}
 		cb := rdb.MemoryUsage(ctx, c.Key("u12345")).Val()
 		sb := rdb.MemoryUsage(ctx, s.Key("u12345")).Val()

@@ -21,8 +21,9 @@
 // such a request then count until the newest leaves; RetryAfter and
 // ResetAfter are still measured from now), and a search (the newest unit,
 // then the oldest 1, 2, 4 ..., then binary) finds the oldest unit that
-// still counts. A request with n > 0 forgets the units
-// before it, as the sliding log's eviction does; Peek writes nothing.
+// still counts. Only a recorded request forgets the units that left the
+// window, as the sliding log's eviction does; denied requests, Peek and
+// n = 0 write nothing.
 //
 // # Storage and memory
 //
@@ -49,7 +50,7 @@
 // # Work per decision
 //
 // One script run: TIME, then for values up to 1 KB (Limit up to about 500
-// at 2 bytes a unit) one GET and, when it records or forgets units, one
+// at 2 bytes a unit) one GET and, when it records units, one
 // SET; for larger values GETRANGE of the header, one GETRANGE per unit the
 // search reads (2 to 4 for a busy subject, at most about 2 log2(Limit)),
 // then SETRANGE of the n slots written (two ranges when they wrap) and of
@@ -64,7 +65,7 @@
 // # Time
 //
 // The script reads the Redis server's TIME unless strategy.WithClock gives a
-// client clock. It needs Redis >= 6.0 (SET ... KEEPTTL) and runs on Redis
+// client clock. It runs on Redis >= 6.0 and on Redis
 // Cluster: it touches only its one key.
 //
 // Limiter and Local are safe for concurrent use.

@@ -116,12 +116,9 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 	floor := now - window
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(g *runs) int64 {
-		first, stale := 0, int64(0)
-		if n == 0 {
-			first, stale = g.stale(floor)
-		} else {
-			g.evict(floor)
-		}
+		// only a recorded request forgets what left the window: denials
+		// and Peek change nothing, even after the clock stepped back
+		first, stale := g.stale(floor)
 		live := g.units - stale
 		want := max(n, 1)
 		reset := int64(0)
@@ -138,8 +135,9 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 			if g.len > 0 {
 				t = max(now, g.newest())
 			}
+			g.evict(floor)
 			g.push(t, n)
-			res = redisx.ResultOf(true, limit, limit-live-n, 0, t+window-now)
+			res = redisx.ResultOf(true, limit, limit-g.units, 0, t+window-now)
 		default: // the (live+want-limit)-th oldest live unit must leave
 			res = redisx.ResultOf(false, limit, max(limit-live, 0), g.kth(first, live+want-limit)+window-now, reset)
 		}

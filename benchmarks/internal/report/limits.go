@@ -31,8 +31,10 @@ var (
 
 // runMemoryAtLimits measures, on the real Redis, one subject full at each
 // of memoryLimits per window, for each of exactLogs that the run measures:
-// 100 decisions of limit/100 units, 0.998 window apart in all, on a client
+// limit decisions of one unit each, 0.998 window apart in all, on a client
 // clock, so every unit is still in the window when MEMORY USAGE reads it.
+// One unit per request is the sorted-set log's worst case (one entry per
+// unit); the compact log's cost does not depend on it.
 func runMemoryAtLimits(ctx context.Context, o Options, b *backend, r *Report) {
 	for _, a := range exactLogs {
 		if !slices.ContainsFunc(r.Rows, func(rw Row) bool { return rw.Name == string(a) && rw.Kind == string(targets.Ours) }) {
@@ -66,9 +68,9 @@ func memoryAtLimit(ctx context.Context, o Options, b *backend, a ratelimit.Algor
 			b.unlink(ctx, k)
 		}
 	}()
-	step := o.Limit.Window * 998 / 100000
-	for i := range 100 {
-		res, err := st.AllowN(ctx, subject, limit/100)
+	step := o.Limit.Window * 998 / 1000 / time.Duration(limit)
+	for i := range limit {
+		res, err := st.AllowN(ctx, subject, 1)
 		if err != nil {
 			return LimitBytes{}, err
 		}
