@@ -15,6 +15,7 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
+	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -104,7 +105,7 @@ var properties = []property{
 	},
 	{
 		name: "entries", backends: redisBackends,
-		applies: func(s subject) bool { return notSharded(s) && s.kind == slidingLog },
+		applies: func(s subject) bool { return notSharded(s) && s.algorithm == ratelimit.SlidingLog }, // the sorted set
 		opts:    genOpts{maxBatch: 8, subjects: 2, peeks: true},
 		check:   checkEntries,
 	},
