@@ -263,9 +263,9 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 		subjects: "sharded-.*", backends: "redis|local",
 	},
 	{
-		name: "batch: replies handed to the wrong callers of a pipeline",
-		file: "batch/batch.go",
-		edits: []edit{{old: `cl.cmd = cmds[i]`, new: `cl.cmd = cmds[len(cmds)-1-i] // MUTANT`}},
+		name:     "batch: replies handed to the wrong callers of a pipeline",
+		file:     "batch/batch.go",
+		edits:    []edit{{old: `cl.cmd = cmds[i]`, new: `cl.cmd = cmds[len(cmds)-1-i] // MUTANT`}},
 		subjects: "fixedwindow|gcra|slidinglog", backends: "miniredis-batched|redis-batched",
 	},
 }
