@@ -164,11 +164,6 @@ func TestLoneCallerSentAtOnce(t *testing.T) {
 	if p.pipelines.Load() != 0 {
 		t.Errorf("a lone caller went through %d pipelines, want none: sent at once", p.pipelines.Load())
 	}
-	before := runtime.NumGoroutine()
-	hammer(t, rdb, prefix+"x", 1, 50)
-	if after := runtime.NumGoroutine(); after > before {
-		t.Errorf("goroutines %d -> %d: a lone caller started flushers", before, after)
-	}
 }
 
 func TestNoScriptResendsOnlyWhatGotIt(t *testing.T) {
