@@ -30,9 +30,10 @@ type backend struct {
 	// batch package recommends (a lone call is then sent on the caller's
 	// goroutine), its round trips counted too; batch wraps it, and auto is
 	// its go-redis AutoPipeline (evaluated by targets.Evaluations' rows)
-	batched redis.UniversalClient
-	batch   *batch.Client
-	auto    *redis.AutoPipeliner
+	batched    redis.UniversalClient
+	batch      *batch.Client
+	autoClient *redis.Client
+	auto       *redis.AutoPipeliner
 }
 
 // openBatching opens b.batched, b.batch and (on a single server) b.auto.
@@ -44,7 +45,14 @@ func (b *backend) openBatching() error {
 			WriteTimeout: o.WriteTimeout, ContextTimeoutEnabled: true})
 		c.AddHook(counter{&b.rts})
 		b.batched = c
-		if ap, err := c.AutoPipeline(); err == nil {
+		// go-redis's AutoPipeline gets a client of its own: its engine
+		// keeps goroutines and connections that must not slow the
+		// batched rows down.
+		ac := redis.NewClient(&redis.Options{Addr: o.Addr, PoolSize: o.PoolSize, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, ContextTimeoutEnabled: true})
+		ac.AddHook(counter{&b.rts})
+		b.autoClient = ac
+		if ap, err := ac.AutoPipeline(); err == nil {
 			b.auto = ap
 		}
 	case *redis.ClusterClient:
@@ -172,6 +180,7 @@ func (b *backend) real() bool { return b.mr == nil }
 func (b *backend) close() {
 	if b.auto != nil {
 		b.auto.Close()
+		b.autoClient.Close()
 	}
 	if b.batch != nil {
 		b.batch.Close()
