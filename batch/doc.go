@@ -18,14 +18,15 @@
 // *redis.Client, one per master of a *redis.ClusterClient (a call goes to
 // the master serving its first key's hash slot), one per shard of a
 // *redis.Ring. A call that finds nothing queued and fewer than MaxInFlight
-// pipelines in flight to its node is sent at once, on the caller's
+// (8) sends in flight to its node is sent at once, on the caller's
 // goroutine, so a lone request never waits for a timer or a hand-off (the
 // caller must be able to abandon it: the node client has
-// ContextTimeoutEnabled, or the context has no deadline; otherwise it goes
-// through the queue). Any other call joins the queue, and the next free
-// in-flight slot sends everything queued (up to MaxBatch calls) as one
-// pipeline. There is no flush timer: a pipeline leaves as soon as a slot
-// is free, and as load grows pipelines grow with it.
+// ContextTimeoutEnabled, or the context has no done channel; otherwise it
+// goes through the queue). Any other call joins the queue, and the next
+// free slot sends everything queued (up to MaxBatch calls) as one pipeline,
+// with at most half of MaxInFlight (4) pipelines in flight. There is no
+// flush timer: a pipeline leaves as soon as a slot is free, and as load
+// grows pipelines grow with it.
 //
 // # Guarantees
 //
@@ -47,8 +48,8 @@
 //     spends no quota); if it was sent, its reply is discarded. The others
 //     in its pipeline are not held back.
 //   - Close fails queued calls with ErrClosed, cancels pipelines in flight
-//     and returns once the Client's goroutines (MaxInFlight per node,
-//     started on first queued call) have exited.
+//     and returns once the Client's goroutines (half of MaxInFlight per
+//     node, started on the first queued call) have exited.
 //   - At most MaxQueue calls wait per node; more fail at once with
 //     ErrQueueFull.
 //
