@@ -113,8 +113,8 @@ type Client struct {
 	cluster  *redis.ClusterClient                                         // follows MOVED and ASK
 	honours  bool
 	single   *lane // the lane of a *redis.Client: no routing
-	inFlight int // sends in flight per node
-	pipes    int // of which pipelines
+	inFlight int   // sends in flight per node
+	pipes    int   // of which pipelines
 	maxBatch int
 	maxQueue int
 
