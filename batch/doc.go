@@ -17,8 +17,8 @@
 // Script calls (EVALSHA) are queued per Redis node: one queue for a
 // *redis.Client, one per master of a *redis.ClusterClient (a call goes to
 // the master serving its first key's hash slot), one per shard of a
-// *redis.Ring. A call that finds nothing queued and fewer than MaxInFlight
-// (8) sends in flight to its node is sent at once, on the caller's
+// *redis.Ring. A call that finds nothing queued, no pipeline in flight and
+// fewer than MaxInFlight (8) calls in flight to its node is sent at once, on the caller's
 // goroutine, so a lone request never waits for a timer or a hand-off (the
 // caller must be able to abandon it: the node client has
 // ContextTimeoutEnabled, or the context has no done channel; otherwise it
