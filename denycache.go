@@ -1,11 +1,10 @@
 package ratelimit
 
 import (
-	"hash/maphash"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -19,20 +18,15 @@ import (
 // sent, and a millisecond is taken off to cover Redis's whole-millisecond
 // arithmetic.
 //
-// At most max subjects are held. A full stripe first drops expired entries,
-// then an arbitrary one: forgetting a denial only costs a round trip.
+// It is a localstore.Store on nanoseconds: at most maxSubjects subjects; a
+// new denial in a full stripe evicts the least recently used (looked up or
+// stored) subject in O(1), which only costs that subject a round trip; and
+// expired denials are freed by the store's sweeps, within about a window
+// even with no traffic.
 type denyCache struct {
-	now     func() int64 // ns, monotonic unless a client clock is set
-	seed    maphash.Seed
-	gen     atomic.Uint64 // bumped by every Reset; puts begun before one are dropped
-	stripes []denyStripe
-}
-
-type denyStripe struct {
-	mu  sync.Mutex
-	m   map[string]denial
-	max int      // entries this stripe may hold; the stripes' sum is the cache's
-	_   [32]byte // keep stripes on separate cache lines
+	now   func() int64  // ns, monotonic unless a client clock is set
+	gen   atomic.Uint64 // bumped by every Reset; puts begun before one are dropped
+	store *localstore.Store[denial]
 }
 
 type denial struct {
@@ -44,51 +38,36 @@ type denial struct {
 	remaining int64
 }
 
-const denyStripes = 64
-
-func newDenyCache(max int, clock strategy.Clock) *denyCache {
-	n := denyStripes
-	for n > 1 && n > max {
-		n /= 2
-	}
-	c := &denyCache{seed: maphash.MakeSeed(), stripes: make([]denyStripe, n)}
-	for i := range c.stripes {
-		c.stripes[i].m = make(map[string]denial)
-		c.stripes[i].max = max / n
-		if i < max%n {
-			c.stripes[i].max++
-		}
-	}
+// newDenyCache returns a cache of at most maxSubjects subjects, on clock
+// (the monotonic clock when nil), swept every window (at least
+// localstore.MinSweep), that calls onEvict (when not nil) per eviction.
+func newDenyCache(maxSubjects int, clock strategy.Clock, window time.Duration, onEvict func()) *denyCache {
+	c := &denyCache{}
 	if clock != nil {
 		c.now = func() int64 { return clock.Now().UnixNano() }
 	} else {
 		base := time.Now()
 		c.now = func() int64 { return int64(time.Since(base)) }
 	}
+	c.store = localstore.NewStore[denial](localstore.Config{
+		MaxSubjects: maxSubjects,
+		Unit:        time.Nanosecond,
+		Sweep:       max(window, localstore.MinSweep),
+		Now:         c.now,
+		OnEvict:     onEvict,
+	})
 	return c
 }
 
-func (c *denyCache) stripe(key string) *denyStripe {
-	return &c.stripes[maphash.String(c.seed, key)%uint64(len(c.stripes))]
+func denyKey(key string) localstore.Key {
+	return localstore.Key{Subject: key, Shard: strategy.NoShard}
 }
 
 // lookup returns the cached denial of a request of cost n (> 0) for key.
 func (c *denyCache) lookup(key string, n int64) (Result, bool) {
-	s := c.stripe(key)
-	s.mu.Lock()
-	e, ok := s.m[key]
-	if !ok {
-		s.mu.Unlock()
-		return Result{}, false
-	}
 	now := c.now()
-	if now >= e.until {
-		delete(s.m, key)
-		s.mu.Unlock()
-		return Result{}, false
-	}
-	s.mu.Unlock()
-	if n < e.cost {
+	e, ok := c.store.Get(denyKey(key), now)
+	if !ok || n < e.cost {
 		return Result{}, false
 	}
 	if n > e.limit { // beyond the capacity: Redis would say never
@@ -124,46 +103,20 @@ func (c *denyCache) put(key string, n int64, r Result, gen uint64, start int64) 
 		limit:     r.Limit,
 		remaining: r.Remaining,
 	}
-	s := c.stripe(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c.gen.Load() != gen { // a Reset ran meanwhile: the denial may predate it
-		return
-	}
-	if _, ok := s.m[key]; !ok && len(s.m) >= s.max {
-		now := c.now()
-		for k, old := range s.m {
-			if old.until <= now {
-				delete(s.m, k)
-			}
+	c.store.Do(denyKey(key), c.now(), func(d *denial) int64 {
+		if c.gen.Load() != gen { // a Reset ran meanwhile: the denial may predate it
+			return d.until // unchanged (0, not stored, for a new subject)
 		}
-		if len(s.m) >= s.max {
-			for k := range s.m {
-				delete(s.m, k)
-				break
-			}
-		}
-	}
-	s.m[key] = e
+		*d = e
+		return e.until
+	})
 }
 
 // invalidate forgets key's denial and any denial in flight.
 func (c *denyCache) invalidate(key string) {
 	c.gen.Add(1)
-	s := c.stripe(key)
-	s.mu.Lock()
-	delete(s.m, key)
-	s.mu.Unlock()
+	c.store.Delete(denyKey(key))
 }
 
 // len returns the number of subjects held.
-func (c *denyCache) len() int {
-	n := 0
-	for i := range c.stripes {
-		s := &c.stripes[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
-}
+func (c *denyCache) len() int { return c.store.Len() }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -56,7 +57,10 @@ const (
 	// so that N processes sharing one Redis together allow about the limit
 	// (LocalShare = 1/N) rather than N times it. The twin starts empty at
 	// the outage (units recorded in Redis before it are unknown to it) and
-	// its state lives as long as the window after Redis is back.
+	// its state lives as long as the window after Redis is back, then is
+	// freed within about a window even when no request arrives. It holds
+	// at most WithMaxSubjects subjects (strategy.DefaultMaxSubjects by
+	// default), evicting the least recently used: see WithMaxSubjects.
 	FailLocal FailurePolicy = "local"
 )
 
@@ -98,15 +102,20 @@ func WithBreaker(b *Breaker) Option {
 // for the subject are denied in this process, without a round trip, until r
 // has passed. The cache never denies a request that Redis would allow,
 // except after the subject is reset by another process or Limiter (Reset on
-// this Limiter clears its entry): then for at most r. It costs about 100
+// this Limiter clears its entry): then for at most r. It costs about 130
 // bytes per subject plus the key. Its clock is the limiter's client clock
 // (WithClock) when set, the monotonic clock otherwise. maxSubjects must be
-// > 0. It is not used when Config.Shards > 1: a sharded subject denied on
-// the shards one request tried may still have room on the others.
+// > 0. When maxSubjects are held, a new denial evicts the least recently
+// used subject of the 1/64 that share its stripe, in O(1) (counted in
+// Decision.Evicted): that subject's next request goes to Redis. Denials are
+// freed once their RetryAfter has passed, within about a window even when
+// no request arrives. It is not used when Config.Shards > 1: a sharded
+// subject denied on the shards one request tried may still have room on
+// the others.
 func WithDenyCache(maxSubjects int) Option {
 	return func(o *options) {
 		if maxSubjects <= 0 && o.err == nil {
-			o.err = fmt.Errorf("%w: ratelimit: WithDenyCache: maxSubjects must be > 0, got %d", strategy.ErrInvalidOption, maxSubjects)
+			o.err = fmt.Errorf("%w: WithDenyCache: maxSubjects must be > 0, got %d", strategy.ErrInvalidOption, maxSubjects)
 		}
 		o.denyCache = maxSubjects
 	}
@@ -120,8 +129,8 @@ func checkFailure(cfg Config, o *options) error {
 	switch cfg.OnFailure {
 	case "", FailOpen, FailClosed, FailLocal:
 	default:
-		return fmt.Errorf("%w: ratelimit: OnFailure must be %q, %q or %q (empty means %q), got %q",
-			strategy.ErrInvalidOption, FailOpen, FailClosed, FailLocal, FailOpen, cfg.OnFailure)
+		return fmt.Errorf("%w: ratelimit: OnFailure must be %q, %q or %q (empty means %q), got %s",
+			strategy.ErrInvalidOption, FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(cfg.OnFailure)))
 	}
 	if s := cfg.LocalShare; math.IsNaN(s) || s < 0 || s > 1 {
 		return fmt.Errorf("%w: ratelimit: LocalShare must be in [0, 1] (0 means 1), got %v", strategy.ErrInvalidOption, s)
@@ -208,14 +217,14 @@ func (l *Limiter) setupFailure(rdb redis.Scripter, opts []Option) error {
 	}
 	f.capacity = r.Limit
 	if f.policy == FailLocal {
-		if f.local, err = a.newLocal(l.cfg.localLimit(), clock); err != nil {
+		if f.local, err = a.newLocal(l.cfg.localLimit(), append(l.twinBound(o), clock)...); err != nil {
 			return fmt.Errorf("ratelimit: %w", err)
 		}
 	}
 	// A sharded denial says that the shards tried are full, not that the
 	// next request, which may land on another shard, would be denied.
 	if o.denyCache > 0 && l.cfg.Shards <= 1 {
-		f.deny = newDenyCache(o.denyCache, o.clock)
+		f.deny = newDenyCache(o.denyCache, o.clock, l.cfg.Window, l.ev.add)
 	}
 	l.fail = f
 	return nil
@@ -284,7 +293,7 @@ func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, 
 func (l *Limiter) report(ctx context.Context, op string, n int64, r Result, err error, out outcome, start time.Time) {
 	d := Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Algorithm, Op: op, N: n,
 		Result: r, Err: err, Start: start, Duration: time.Since(start),
-		Degraded: out.degraded, Cause: out.cause, Cached: out.cached}
+		Degraded: out.degraded, Cause: out.cause, Cached: out.cached, Evicted: l.ev.take()}
 	if l.fail != nil {
 		d.Breaker = l.fail.breaker.State()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -46,21 +47,35 @@ type PolicyError struct {
 }
 
 // Error returns e.g. `ratelimit: policy "login": field "window": invalid
-// limit: want a duration string like "1m" or "1h30m", got 60`.
+// limit: want a duration string like "1m" or "1h30m", got 60`. Names and
+// values longer than 32 bytes are quoted up to their 32nd byte, then "...".
 func (e *PolicyError) Error() string {
 	// The wrapped messages come from several layers, each with its prefix.
 	msg := strings.ReplaceAll(e.Err.Error(), "ratelimit: ", "")
 	switch {
 	case e.Field != "":
-		return fmt.Sprintf("ratelimit: policy %q: field %q: %s", e.Policy, e.Field, msg)
+		return fmt.Sprintf("ratelimit: policy %s: field %s: %s", quote.Value(e.Policy), quote.Value(e.Field), msg)
 	}
-	return fmt.Sprintf("ratelimit: policy %q: %s", e.Policy, msg)
+	return fmt.Sprintf("ratelimit: policy %s: %s", quote.Value(e.Policy), msg)
 }
 
 // Unwrap returns the underlying error.
 func (e *PolicyError) Unwrap() error { return e.Err }
 
 const maxPolicyName = 64
+
+// Bounds of a policy document. A document is configuration, but it may come
+// from a place an outsider can write to; these keep parsing it cheap.
+const (
+	// MaxPolicyBytes is the largest JSON document ParsePolicies (and
+	// UnmarshalJSON) accepts: 1 MiB, about 10,000 policies of ordinary
+	// size. Larger documents are refused before they are decoded.
+	MaxPolicyBytes = 1 << 20
+	// MaxPolicies is the most policies a Policies value may hold, in JSON
+	// and in Go (Validate, NewSet, NewLocalSet): one Limiter per endpoint
+	// or kind of request, so 1,024 is far above any real service.
+	MaxPolicies = 1024
+)
 
 // validPolicyName reports whether name is 1 to maxPolicyName bytes of
 // [A-Za-z0-9_.-].
@@ -71,7 +86,7 @@ func validPolicyName(name string) error {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("%w: a policy name may hold only ASCII letters, digits, '_', '-' and '.', got %q", strategy.ErrInvalidOption, name)
+			return fmt.Errorf("%w: a policy name may hold only ASCII letters, digits, '_', '-' and '.', got %s", strategy.ErrInvalidOption, quote.Value(name))
 		}
 	}
 	return nil
@@ -94,7 +109,7 @@ func scoped(name string, c Config) (Config, error) {
 		return c, &PolicyError{Policy: name, Err: err}
 	}
 	if c.Name != "" && c.Name != name {
-		return c, &PolicyError{Policy: name, Err: fmt.Errorf("%w: Name must be empty or %q, got %q", strategy.ErrInvalidOption, name, c.Name)}
+		return c, &PolicyError{Policy: name, Err: fmt.Errorf("%w: Name must be empty or %s, got %s", strategy.ErrInvalidOption, quote.Value(name), quote.Value(c.Name))}
 	}
 	c.Name = name
 	base := c.Prefix
@@ -126,6 +141,9 @@ func (p Policies) Validate() error {
 // policies share a key namespace (possible only with per-policy prefixes,
 // e.g. "rl:a" + "b" and "rl:" + "ab").
 func (p Policies) scopedAll() ([]Config, error) {
+	if len(p) > MaxPolicies {
+		return nil, fmt.Errorf("%w: ratelimit: want at most %d policies (MaxPolicies), got %d", strategy.ErrInvalidOption, MaxPolicies, len(p))
+	}
 	out := make([]Config, 0, len(p))
 	seen := make(map[string]string, len(p))
 	for _, name := range p.Names() {
@@ -135,7 +153,7 @@ func (p Policies) scopedAll() ([]Config, error) {
 		}
 		if other, ok := seen[c.Prefix]; ok {
 			return nil, &PolicyError{Policy: name, Field: "prefix",
-				Err: fmt.Errorf("%w: key namespace %q is also policy %q's", strategy.ErrInvalidOption, c.Prefix, other)}
+				Err: fmt.Errorf("%w: key namespace %s is also policy %s's", strategy.ErrInvalidOption, quote.Value(c.Prefix), quote.Value(other))}
 		}
 		seen[c.Prefix] = name
 		out = append(out, c)
@@ -192,9 +210,9 @@ func (s *Set) Get(name string) (*Limiter, error) {
 	}
 	quoted := make([]string, len(s.names))
 	for i, n := range s.names {
-		quoted[i] = fmt.Sprintf("%q", n)
+		quoted[i] = quote.Value(n)
 	}
-	return nil, fmt.Errorf("%w: ratelimit: no policy %q; the policies are %s", strategy.ErrInvalidOption, name, strings.Join(quoted, ", "))
+	return nil, fmt.Errorf("%w: ratelimit: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
 // Names returns the policy names, sorted.
@@ -220,7 +238,11 @@ func (p *Policies) UnmarshalJSON(data []byte) error {
 		*p = nil
 		return nil
 	}
-	entries, err := objectEntries(data)
+	if len(data) > MaxPolicyBytes {
+		return fmt.Errorf("%w: policies: the document must be at most %d bytes (MaxPolicyBytes), got %d",
+			strategy.ErrInvalidOption, MaxPolicyBytes, len(data))
+	}
+	entries, err := objectEntries(data, MaxPolicies, "policies (MaxPolicies)")
 	if err != nil {
 		return fmt.Errorf("%w: policies: %w", strategy.ErrInvalidOption, err)
 	}
@@ -295,7 +317,7 @@ type policyJSON struct {
 // error names its field.
 func decodePolicy(data []byte) (Config, error) {
 	var c Config
-	entries, err := objectEntries(data)
+	entries, err := objectEntries(data, maxPolicyFields, "fields")
 	if err != nil {
 		return c, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
 	}
@@ -337,7 +359,7 @@ func decodePolicy(data []byte) (Config, error) {
 			}
 			d, err := time.ParseDuration(s)
 			if err != nil {
-				return c, fieldErr(fmt.Errorf("%w: want a duration string like \"1m\" or \"1h30m\", got %q", strategy.ErrInvalidOption, s))
+				return c, fieldErr(fmt.Errorf("%w: want a duration string like \"1m\" or \"1h30m\", got %s", strategy.ErrInvalidOption, quote.Value(s)))
 			}
 			if e.key == "window" {
 				c.Window = d
@@ -372,14 +394,34 @@ func decodePolicy(data []byte) (Config, error) {
 	return c, nil
 }
 
+// maxPolicyFields bounds the members of one policy object: the fields
+// there are, once each.
+const maxPolicyFields = 9
+
 const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "on_failure", "local_share", "timeout"`
 
 func typeError(want string, got json.RawMessage) error {
-	g := string(got)
-	if len(g) > 40 {
-		g = g[:40] + "..."
+	return fmt.Errorf("%w: want %s, got %s", strategy.ErrInvalidOption, want, prefixOf(got))
+}
+
+// prefixOf returns a JSON value for an error message: as is when short,
+// its first bytes then "..." otherwise.
+func prefixOf(v []byte) string {
+	if len(v) <= quote.MaxBytes {
+		return string(v)
 	}
-	return fmt.Errorf("%w: want %s, got %s", strategy.ErrInvalidOption, want, g)
+	return string(v[:quote.MaxBytes]) + "..."
+}
+
+// tokenText returns a JSON token for an error message, bounded.
+func tokenText(tok json.Token) string {
+	switch t := tok.(type) {
+	case string:
+		return quote.Value(t)
+	case json.Number:
+		return prefixOf([]byte(t))
+	}
+	return fmt.Sprint(tok)
 }
 
 type entry struct {
@@ -388,9 +430,9 @@ type entry struct {
 }
 
 // objectEntries returns the members of the JSON object in data, in order
-// (repeated names included), and fails on anything but one object. Its
-// errors wrap no sentinel: the callers add one.
-func objectEntries(data []byte) ([]entry, error) {
+// (repeated names included), and fails on anything but one object, or on
+// more than max members. Its errors wrap no sentinel: the callers add one.
+func objectEntries(data []byte, max int, what string) ([]entry, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -398,7 +440,7 @@ func objectEntries(data []byte) ([]entry, error) {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("want a JSON object, got %v", tok)
+		return nil, fmt.Errorf("want a JSON object, got %s", tokenText(tok))
 	}
 	var out []entry
 	for dec.More() {
@@ -406,13 +448,16 @@ func objectEntries(data []byte) ([]entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("invalid JSON: %w", err)
 		}
+		if len(out) == max {
+			return nil, fmt.Errorf("want at most %d %s", max, what)
+		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, fmt.Errorf("invalid JSON: want a member name, got %v", tok)
+			return nil, fmt.Errorf("invalid JSON: want a member name, got %s", tokenText(tok))
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("invalid JSON after %q: %w", key, err)
+			return nil, fmt.Errorf("invalid JSON after %s: %w", quote.Value(key), err)
 		}
 		out = append(out, entry{key, v})
 	}

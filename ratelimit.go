@@ -16,12 +16,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
+	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -46,6 +49,11 @@ const (
 	// SlidingLog is exact: a sorted set of every unit in the window. Memory
 	// grows with the limit. Package slidinglog.
 	SlidingLog Algorithm = "sliding_log"
+	// CompactLog makes the sliding log's exact decisions from one compact
+	// string per subject: 1 to 6 bytes per unit in the window (2 for
+	// windows up to 65.5 s), Limit at most compactlog.MaxLimit. Package
+	// compactlog.
+	CompactLog Algorithm = "compact_log"
 	// FixedWindow counts units per window aligned to multiples of Window
 	// since the epoch: one integer per subject, but up to twice the limit
 	// across a window boundary. Package fixedwindow.
@@ -76,6 +84,14 @@ var algorithms = map[Algorithm]algorithm{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+	CompactLog: {
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.NewLocal(lim, o...)
 		},
 	},
 	FixedWindow: {
@@ -130,7 +146,7 @@ type Config struct {
 	Limit     int64         // units allowed per Window; >= 0
 	Window    time.Duration // > 0, whole milliseconds
 	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
-	Shards    int           // > 1 spreads each subject over Shards keys; 0 or 1: no sharding
+	Shards    int           // > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
 	Prefix    string        // key namespace; default "rl:"
 
 	// When Redis fails (New only; see FailurePolicy and Breaker):
@@ -151,9 +167,32 @@ type options struct {
 	clock    strategy.Clock
 	observer Observer
 
-	breaker   *Breaker // WithBreaker
-	denyCache int      // WithDenyCache: max subjects; 0 is off
-	err       error    // the first invalid option
+	breaker     *Breaker // WithBreaker
+	denyCache   int      // WithDenyCache: max subjects; 0 is off
+	maxSubjects int      // WithMaxSubjects; 0 is the default
+	err         error    // the first invalid option
+}
+
+// WithMaxSubjects bounds the subjects the limiter holds in this process:
+// the twin of a Limiter built by NewLocal, and the FailLocal twin of one
+// built by New (default strategy.DefaultMaxSubjects, 1,048,576; the denial
+// cache has its own bound, see WithDenyCache). When the bound is reached, a
+// new subject evicts the least recently used one of the 1/64 of subjects
+// that share its stripe, in O(1), and the eviction is counted in
+// Decision.Evicted and Limiter.Evicted. An evicted subject starts fresh, with
+// its full capacity, on its next request: the limiter then allows more
+// than the limit to the subjects it evicted, which is why the bound should
+// sit well above the subjects active within one window, so that only an
+// abusive rotation of keys (random IPs, forged API keys) evicts. Idle
+// subjects are freed within about one window whatever the bound. n must be
+// >= 1. Subjects in Redis are not bounded by it: each has a TTL.
+func WithMaxSubjects(n int) Option {
+	return func(o *options) {
+		if n < 1 && o.err == nil {
+			o.err = fmt.Errorf("%w: WithMaxSubjects: n must be >= 1, got %d", strategy.ErrInvalidOption, n)
+		}
+		o.maxSubjects = n
+	}
 }
 
 // WithObserver makes the limiter report every decision to obs (telemetry,
@@ -183,6 +222,14 @@ type Decision struct {
 	Cause    error        // Degraded: the Redis failure, or ErrCircuitOpen (wrapped)
 	Cached   bool         // the denial cache decided, without a round trip (WithDenyCache)
 	Breaker  BreakerState // the circuit breaker's state after the decision (New only)
+
+	// Evicted is how many subjects the limiter's in-process structures (its
+	// twin, FailLocal twin or denial cache) evicted to make room for others
+	// since the previous decision reported to the Observer: summed over
+	// decisions it counts every eviction once, so a metric can add it up.
+	// Evictions mean more subjects than the bound within a window (see
+	// WithMaxSubjects).
+	Evicted int64
 }
 
 // Observer is told of every decision of a Limiter. Observe runs on the
@@ -209,6 +256,43 @@ type Limiter struct {
 	st   strategy.Strategy
 	obs  Observer
 	fail *failure // New only: timeout, breaker, policy, denial cache
+	ev   *evictions
+}
+
+// evictions counts the subjects a Limiter's in-process structures evicted.
+type evictions struct {
+	total      atomic.Uint64
+	unreported atomic.Int64 // not yet in a Decision
+}
+
+// add counts one eviction.
+func (e *evictions) add() {
+	e.total.Add(1)
+	e.unreported.Add(1)
+}
+
+// take returns the evictions not yet reported, and marks them reported.
+func (e *evictions) take() int64 {
+	if e.unreported.Load() == 0 { // the common case: no write to a shared line
+		return 0
+	}
+	return e.unreported.Swap(0)
+}
+
+// Evicted returns how many subjects the limiter evicted from this process
+// since it was built, to keep within WithMaxSubjects (its twin or FailLocal
+// twin) and WithDenyCache. Redis strategies evict nothing: 0 unless one of
+// those is in use.
+func (l *Limiter) Evicted() uint64 { return l.ev.total.Load() }
+
+// twinBound returns the strategy options that bound an in-process twin of
+// l, as o sets them, and count its evictions.
+func (l *Limiter) twinBound(o options) []strategy.Option {
+	so := []strategy.Option{strategy.WithOnEvict(l.ev.add)}
+	if o.maxSubjects > 0 {
+		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
+	}
+	return so
 }
 
 // New returns a Limiter for cfg that keeps its state in Redis through rdb (a
@@ -251,10 +335,13 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 		for _, n := range Algorithms() {
 			names = append(names, fmt.Sprintf("%q", n))
 		}
-		return nil, fmt.Errorf("%w: ratelimit: Algorithm must be one of %s, got %q", strategy.ErrInvalidOption, strings.Join(names, ", "), cfg.Algorithm)
+		return nil, fmt.Errorf("%w: ratelimit: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(cfg.Algorithm)))
 	}
 	if cfg.Shards < 0 {
 		return nil, fmt.Errorf("%w: ratelimit: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)
+	}
+	if cfg.Shards > sharded.MaxShards {
+		return nil, fmt.Errorf("%w: Shards must be <= %d (sharded.MaxShards), got %d", strategy.ErrInvalidOption, sharded.MaxShards, cfg.Shards)
 	}
 	if err := cfg.limit().Validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
@@ -262,7 +349,8 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 	if err := checkFailure(cfg, &o); err != nil {
 		return nil, err
 	}
-	so := []strategy.Option{strategy.WithClock(o.clock)}
+	l := &Limiter{cfg: cfg, obs: o.observer, ev: new(evictions)}
+	so := append([]strategy.Option{strategy.WithClock(o.clock)}, l.twinBound(o)...)
 	if cfg.Prefix != "" {
 		so = append(so, strategy.WithPrefix(cfg.Prefix))
 	}
@@ -279,7 +367,8 @@ func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strat
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
-	return &Limiter{cfg: cfg, st: st, obs: o.observer}, nil
+	l.st = st
+	return l, nil
 }
 
 // Config returns the configuration the Limiter enforces.

@@ -23,7 +23,7 @@ func TestNewValidates(t *testing.T) {
 		edit  func(*ratelimit.Config)
 		field string
 	}{
-		{"unknown algorithm", func(c *ratelimit.Config) { c.Algorithm = "leaky" }, `Algorithm must be one of "fixed_window", "gcra", "sliding_counter", "sliding_log", "token_bucket"`},
+		{"unknown algorithm", func(c *ratelimit.Config) { c.Algorithm = "leaky" }, `Algorithm must be one of "compact_log", "fixed_window", "gcra", "sliding_counter", "sliding_log", "token_bucket"`},
 		{"empty algorithm", func(c *ratelimit.Config) { c.Algorithm = "" }, "Algorithm"},
 		{"negative limit", func(c *ratelimit.Config) { c.Limit = -1 }, "Limit"},
 		{"zero window", func(c *ratelimit.Config) { c.Window = 0 }, "Window"},

@@ -94,6 +94,11 @@ func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Rese
 // sharded wrapper passes. It does nothing.
 func (*Limiter) ShardAware() {}
 
+// Queueable marks the Limiter's Peek and Reset as one script call each,
+// which the sharded wrapper sends for all shards in one pipeline. It does
+// nothing.
+func (*Limiter) Queueable() {}
+
 // scale is the exact integer form of a limit: time is counted in 1/lp ms,
 // the emission interval is wp of those units, and the capacity full units.
 type scale struct {

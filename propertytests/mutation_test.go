@@ -254,6 +254,63 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 		subjects: "gcra", backends: "redis",
 	},
 	{
+		name: "compact log: window edge off by one (now - t <= W counts)",
+		file: "compactlog/compactlog.lua",
+		edits: []edit{
+			{old: `if at(mid) > floor then`, new: `if at(mid) >= floor then`},
+			{old: `at(count - 1) <= floor`, new: `at(count - 1) < floor`},
+			{old: `at(lo + step - 1) <= floor`, new: `at(lo + step - 1) < floor`},
+		},
+		subjects: "compactlog", backends: "redis",
+	},
+	{
+		name: "compact log: denied requests recorded",
+		file: "compactlog/compactlog.lua",
+		edits: []edit{{
+			old: `local retry = at(first + live + want - limit - 1) + window - now`,
+			new: `local retry = at(first + live + want - limit - 1) + window - now
+if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)); return {0, math.max(limit - live, 0), retry, reset} end`,
+		}},
+		subjects: "compactlog", backends: "redis",
+	},
+	{
+		name:     "compact log: the head moved one slot too far (the next units land one slot off)",
+		file:     "compactlog/compactlog.lua",
+		edits:    []edit{{old: `fields(w, t, (head + k) % cap, keep + k, cap)`, new: `fields(w, t, (head + k + 1) % cap, keep + k, cap)`}},
+		subjects: "compactlog", backends: "redis",
+	},
+	{
+		name:     "compact log: RetryAfter read from the wrong slot (one unit later)",
+		file:     "compactlog/compactlog.lua",
+		edits:    []edit{{old: `at(first + live + want - limit - 1)`, new: `at(first + live + want - limit)`}},
+		subjects: "compactlog", backends: "redis",
+	},
+	{
+		name: "compact log: expiry dropped",
+		file: "compactlog/compactlog.lua",
+		edits: []edit{
+			{old: `redis.call('SET', key, s, 'PX', ttl)`, new: `redis.call('SET', key, s)`},
+			{old: `redis.call('PEXPIRE', key, ttl)`, new: `redis.call('PERSIST', key)`},
+			{old: `.. table.concat(parts), 'PX', ttl)`, new: `.. table.concat(parts))`},
+		},
+		subjects: "compactlog", backends: "redis",
+	},
+	{
+		name: "compact log twin: window edge off by one (now - t <= W counts)",
+		file: "compactlog/local.go",
+		edits: []edit{
+			{old: `for g.len > 0 && g.buf[g.head].at <= floor {`, new: `for g.len > 0 && g.buf[g.head].at < floor {`},
+			{old: `for first < g.len && g.at(first).at <= floor {`, new: `for first < g.len && g.at(first).at < floor {`},
+		},
+		subjects: "compactlog", backends: "local",
+	},
+	{
+		name:     "compact log twin: eviction removed",
+		file:     "compactlog/local.go",
+		edits:    []edit{{old: `			g.evict(floor)` + "\n", new: "\n"}},
+		subjects: "compactlog", backends: "local",
+	},
+	{
 		name: "sharded: the limit not divided among the shards",
 		file: "sharded/sharded.go",
 		edits: []edit{

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/sharded"
@@ -64,6 +65,17 @@ var algorithms = []subject{
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
 			return slidinglog.NewLocal(lim, o...)
+		},
+	},
+	{
+		// the sliding log's decisions from a compact string: the same kind,
+		// so the same bound and exact model
+		name: "compactlog", algorithm: ratelimit.CompactLog, kind: slidingLog, exactRetry: true,
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.New(rdb, lim, o...)
+		},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return compactlog.NewLocal(lim, o...)
 		},
 	},
 	{

@@ -26,6 +26,12 @@
 //     ratelimit.operation, ratelimit.allowed (what the failure policy
 //     decided) and error.type (why: circuit_open, timeout, canceled,
 //     backend).
+//   - ratelimit.evictions (counter, {subject}): subjects evicted from the
+//     limiter's in-process structures (twin, FailLocal twin, denial cache)
+//     to keep within their bound (ratelimit.WithMaxSubjects,
+//     WithDenyCache), by policy and algorithm: a non-zero rate means more
+//     subjects within a window than the bound, and evicted subjects start
+//     fresh.
 //   - ratelimit.breaker.state (gauge, 1 or 0): the circuit breaker's state
 //     as last seen by a decision of the policy, one series per state
 //     (ratelimit.breaker.state: closed, open, half-open) with value 1 for the
@@ -84,6 +90,7 @@ const (
 	MetricDecisionDuration  = "ratelimit.decision.duration"
 	MetricDegradedDecisions = "ratelimit.degraded.decisions"
 	MetricBreakerState      = "ratelimit.breaker.state"
+	MetricEvictions         = "ratelimit.evictions"
 )
 
 // Attribute keys.
@@ -158,6 +165,7 @@ type Observer struct {
 	duration  metric.Float64Histogram
 	degraded  metric.Int64Counter
 	breaker   metric.Int64Gauge
+	evictions metric.Int64Counter
 
 	attrSets sync.Map // attrKey -> metric.MeasurementOption
 	breakers sync.Map // policy name -> *breakerSeen
@@ -197,6 +205,9 @@ func New(opts ...Option) (*Observer, error) {
 	o.breaker, e = m.Int64Gauge(MetricBreakerState, metric.WithUnit("1"),
 		metric.WithDescription("The circuit breaker's state: 1 for the current state, 0 for the others."))
 	err = errors.Join(err, e)
+	o.evictions, e = m.Int64Counter(MetricEvictions, metric.WithUnit("{subject}"),
+		metric.WithDescription("Subjects evicted from a limiter's in-process structures (twin, FailLocal twin, denial cache) to keep within their bound, by policy and algorithm; evicted subjects start fresh."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
 	}
@@ -208,13 +219,19 @@ func New(opts ...Option) (*Observer, error) {
 type attrKey struct {
 	policy, algorithm, op, decision, errType string
 	degraded                                 bool // the degraded counter's set (decision is then allowed or denied)
+	evictions                                bool // the evictions counter's set: policy and algorithm only
 }
 
 func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 	if v, ok := o.attrSets.Load(k); ok {
 		return v.(metric.MeasurementOption)
 	}
-	kv := []attribute.KeyValue{AttrPolicy.String(k.policy), AttrAlgorithm.String(k.algorithm), AttrOperation.String(k.op)}
+	kv := []attribute.KeyValue{AttrPolicy.String(k.policy), AttrAlgorithm.String(k.algorithm)}
+	if k.evictions {
+		v, _ := o.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
+		return v.(metric.MeasurementOption)
+	}
+	kv = append(kv, AttrOperation.String(k.op))
 	if k.degraded {
 		kv = append(kv, AttrAllowed.Bool(k.decision == DecisionAllowed))
 	} else {
@@ -243,6 +260,9 @@ func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
 			dk.decision = DecisionAllowed
 		}
 		o.degraded.Add(ctx, 1, o.attrs(dk))
+	}
+	if d.Evicted > 0 {
+		o.evictions.Add(ctx, d.Evicted, o.attrs(attrKey{policy: k.policy, algorithm: k.algorithm, evictions: true}))
 	}
 	o.recordBreaker(ctx, d.Policy, d.Breaker)
 	o.span(ctx, d, k)

@@ -452,3 +452,23 @@ func TestConcurrentObserve(t *testing.T) {
 		t.Errorf("%d spans, want %d", n, goroutines*per)
 	}
 }
+
+// Subjects evicted to keep a limiter within its bound are counted.
+func TestEvictions(t *testing.T) {
+	tel := newTelemetry(t)
+	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "ips", Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Hour},
+		ratelimit.WithMaxSubjects(8), ratelimit.WithObserver(tel.observer(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := lim.Allow(context.Background(), fmt.Sprint("ip:", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	points := tel.collect(t)
+	got := value(t, points, ratelimitotel.MetricEvictions, map[string]string{"ratelimit.policy": "ips", "ratelimit.algorithm": "fixed_window"}).value
+	if want := float64(lim.Evicted()); got != want || want < 100-8 {
+		t.Fatalf("%s = %v, want %v (Limiter.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
+	}
+}

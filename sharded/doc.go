@@ -45,10 +45,13 @@
 // when every shard was tried; 0 once the shards tried are full);
 // RetryAfter, on a denial, is the shortest wait among the shards tried;
 // ResetAfter the longest. Round robin keeps shards within a unit or two of
-// each other, so the estimates are close. Peek reads every shard
-// concurrently and is exact: sums of Remaining and Limit, Allowed when any
-// shard would take one unit, the shortest RetryAfter and the longest
-// ResetAfter. Reset clears every shard.
+// each other, so the estimates are close. Peek reads every shard and is
+// exact: sums of Remaining and Limit, Allowed when any shard would take one
+// unit, the shortest RetryAfter and the longest ResetAfter. Reset clears
+// every shard. With the Redis strategies of this module, Peek and Reset send
+// one pipeline (a *redis.ClusterClient splits it into one per node, sent
+// concurrently): one round trip whatever the shard count. With other
+// strategies they call every shard concurrently.
 //
 // # Precision, measured
 //
@@ -86,8 +89,10 @@
 // Only subjects hot enough to load one Redis node: a global limit, a big
 // tenant, a public endpoint's anonymous bucket. Sharding divides per-node
 // load by about the shard count; it costs a little precision (above),
-// Peek and Reset cost one round trip per shard, and a subject's memory is
-// that of Shards subjects of 1/Shards the limit.
+// Peek and Reset cost one script per shard (in one pipeline per node), and
+// a subject's memory is that of Shards subjects of 1/Shards the limit. New
+// accepts at most MaxShards (1,024) shards: a few per cluster node is
+// enough.
 //
 // A Limiter is safe for concurrent use.
 package sharded

@@ -13,8 +13,15 @@ import (
 	"sync/atomic"
 
 	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
+
+// MaxShards is the most shards New (and Config.Shards of the facade)
+// accepts. Peek and Reset read or write every shard; past a few times the
+// number of cluster nodes more shards only add work, and a bound keeps one
+// call's cost bounded whatever the configuration says.
+const MaxShards = 1024
 
 // DefaultProbes is the number of shards a request tries by default: the one
 // picked, then one more when the first denies.
@@ -80,6 +87,7 @@ type Limiter struct {
 	burstShare []int64 // Burst share (Limit share when Burst is 0); sums to lim.Capacity()
 	st         []strategy.Strategy
 	aware      []bool // st[i] implements keys.ShardAware
+	queueable  []bool // st[i] implements redisx.Queueable
 	probes     int
 	witness    int // a shard whose Limit and Burst shares differ, or -1
 	pick       pickMode
@@ -123,7 +131,7 @@ func Shares(total int64, n int) []int64 {
 // enforcing the limit build receives for it: its share of lim.Limit and of
 // lim.Burst (see Shares). When lim allows fewer units than shards, the
 // shard count is reduced so that no shard gets 0 (see Count); Shards
-// reports the count in use. shards < 1 is an error.
+// reports the count in use. shards < 1 or > MaxShards is an error.
 //
 // build is called once per distinct share (at most four times) and its
 // strategies are reused for every shard with that share. Strategies of this
@@ -136,6 +144,9 @@ func Shares(total int64, n int) []int64 {
 func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, error), opts ...Option) (*Limiter, error) {
 	if shards < 1 {
 		return nil, fmt.Errorf("%w: sharded: shards must be >= 1, got %d", strategy.ErrInvalidOption, shards)
+	}
+	if shards > MaxShards {
+		return nil, fmt.Errorf("%w: sharded: shards must be <= %d (MaxShards), got %d", strategy.ErrInvalidOption, MaxShards, shards)
 	}
 	if build == nil {
 		return nil, fmt.Errorf("%w: sharded: build must not be nil", strategy.ErrInvalidOption)
@@ -159,6 +170,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		burstShare: Shares(lim.Capacity(), n),
 		st:         make([]strategy.Strategy, n),
 		aware:      make([]bool, n),
+		queueable:  make([]bool, n),
 		probes:     min(o.probes, n),
 	}
 	l.witness = -1
@@ -190,6 +202,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		}
 		l.st[i] = st
 		_, l.aware[i] = st.(keys.ShardAware)
+		_, l.queueable[i] = st.(redisx.Queueable)
 	}
 	l.seed = maphash.MakeSeed()
 	for i := range l.rr {
@@ -448,26 +461,22 @@ func mulDiv(a, b, c int64) int64 {
 	return int64(min(q, math.MaxInt64))
 }
 
-// Peek reads every shard, concurrently, and reports the subject as a
-// whole: Remaining and Limit are the sums over the shards, Allowed whether
-// some shard would take one unit, RetryAfter the shortest wait until one
-// would (0 when Allowed), ResetAfter the longest of the shards'. It costs
-// one read per shard.
+// Peek reads every shard and reports the subject as a whole: Remaining
+// and Limit are the sums over the shards, Allowed whether some shard would
+// take one unit, RetryAfter the shortest wait until one would (0 when
+// Allowed), ResetAfter the longest of the shards'. With the strategies of
+// this module on Redis it sends one pipeline (one per node on a Redis
+// Cluster); other strategies are read concurrently, one call per shard.
 func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
 	if err := strategy.ValidateKey(key); err != nil {
 		return strategy.Result{}, err
 	}
 	res := make([]strategy.Result, len(l.st))
-	err := l.each(ctx, func(i int) error {
-		r, err := l.call(ctx, i, key, peek)
-		res[i] = r
-		if err == nil {
-			l.learn(i, r.Limit)
-		}
-		return err
-	})
-	if err != nil {
+	if err := l.all(ctx, key, res); err != nil {
 		return strategy.Result{}, err
+	}
+	for i, r := range res {
+		l.learn(i, r.Limit)
 	}
 	tried := make([]int, len(l.st))
 	for i := range tried {
@@ -480,34 +489,71 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 	return out, nil
 }
 
-// Reset forgets the subject on every shard, concurrently.
+// Reset forgets the subject on every shard: in one pipeline (one per node
+// on a Redis Cluster) with the strategies of this module on Redis,
+// concurrently, one call per shard, with others.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := strategy.ValidateKey(key); err != nil {
 		return err
 	}
-	return l.each(ctx, func(i int) error {
-		_, err := l.call(ctx, i, key, func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
-			return strategy.Result{}, st.Reset(ctx, key)
-		})
-		return err
-	})
+	return l.all(ctx, key, nil)
 }
 
-// each runs f for every shard, concurrently when there are several, and
-// returns the errors joined.
-func (l *Limiter) each(ctx context.Context, f func(i int) error) error {
+// all runs Peek of key on every shard, putting the Results in res, or Reset
+// when res is nil, and returns the errors joined. The calls of Queueable
+// shards are held and sent together (redisx.Exec); the others run
+// concurrently.
+func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
-	if len(l.st) == 1 {
-		return f(0)
+	op := func(ctx context.Context, i int) (strategy.Result, error) {
+		return l.call(ctx, i, key, func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
+			if res == nil {
+				return strategy.Result{}, st.Reset(ctx, key)
+			}
+			return st.Peek(ctx, key)
+		})
 	}
 	errs := make([]error, len(l.st))
-	var wg sync.WaitGroup
-	for i := 1; i < len(l.st); i++ {
-		wg.Go(func() { errs[i] = f(i) })
+	queued := make([]redisx.Queued, len(l.st))
+	var held []*redisx.Queued
+	var others []int
+	for i := range l.st {
+		if !l.queueable[i] {
+			others = append(others, i)
+			continue
+		}
+		q := &queued[i]
+		r, err := op(redisx.WithQueue(ctx, q), i)
+		if q.Held() {
+			held = append(held, q)
+		} else { // decided without Redis (a limit of 0), or bad input
+			errs[i] = err
+			if res != nil {
+				res[i] = r
+			}
+		}
 	}
-	errs[0] = f(0)
+	var wg sync.WaitGroup
+	for _, i := range others {
+		wg.Go(func() {
+			r, err := op(ctx, i)
+			errs[i] = err
+			if res != nil {
+				res[i] = r
+			}
+		})
+	}
+	redisx.Exec(ctx, held)
 	wg.Wait()
+	for i := range queued {
+		if q := &queued[i]; q.Held() {
+			errs[i] = q.Err
+			if res != nil {
+				res[i] = q.Result
+			}
+		}
+	}
 	return errors.Join(errs...)
 }

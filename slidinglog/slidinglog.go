@@ -77,3 +77,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Rese
 // ShardAware marks the Limiter as honouring the shard index that the
 // sharded wrapper passes. It does nothing.
 func (*Limiter) ShardAware() {}
+
+// Queueable marks the Limiter's Peek and Reset as one script call each,
+// which the sharded wrapper sends for all shards in one pipeline. It does
+// nothing.
+func (*Limiter) Queueable() {}

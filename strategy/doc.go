@@ -2,8 +2,8 @@
 // module implements: the Strategy interface, the Limit it enforces, the Result
 // of a decision, the errors it returns and the options every algorithm shares.
 //
-// Each algorithm lives in a package of its own (slidinglog, slidingcounter,
-// fixedwindow, tokenbucket, gcra) and offers New, backed by one Lua script on
+// Each algorithm lives in a package of its own (slidinglog, compactlog,
+// slidingcounter, fixedwindow, tokenbucket, gcra) and offers New, backed by one Lua script on
 // Redis, and NewLocal, an in-process twin that makes the same decisions for
 // the same clock. A caller that holds a Strategy can swap one algorithm for
 // another without touching its call sites.

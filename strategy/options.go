@@ -4,10 +4,18 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ratekit/ratelimit/internal/quote"
 )
 
 // DefaultPrefix is the key namespace used when WithPrefix is not given.
 const DefaultPrefix = "rl:"
+
+// DefaultMaxSubjects is the most subjects a local twin holds at once when
+// WithMaxSubjects is not given: 2^20 = 1,048,576, about 140 MB for a twin
+// whose state is one or two integers and 210 MB for a sliding log of one
+// request per subject (measured; see the README's Limits and bounds).
+const DefaultMaxSubjects = 1 << 20
 
 // Clock tells the time. A client clock replaces the Redis server's TIME.
 type Clock interface {
@@ -27,6 +35,12 @@ type Options struct {
 	// Clock is the client clock, or nil: Redis strategies then read the
 	// server's TIME, local twins time.Now.
 	Clock Clock
+	// MaxSubjects bounds the subjects a local twin holds at once; 0 means
+	// DefaultMaxSubjects. Redis strategies ignore it.
+	MaxSubjects int
+	// OnEvict is called by a local twin for each subject it evicts to make
+	// room for another, or nil. Redis strategies ignore it.
+	OnEvict func()
 	// Err is the first invalid option seen, reported by the constructor.
 	Err error
 }
@@ -39,7 +53,7 @@ type Option func(*Options)
 func WithPrefix(prefix string) Option {
 	return func(o *Options) {
 		if strings.ContainsAny(prefix, "{}") && o.Err == nil {
-			o.Err = fmt.Errorf("%w: prefix must not contain '{' or '}', got %q", ErrInvalidOption, prefix)
+			o.Err = fmt.Errorf("%w: prefix must not contain '{' or '}', got %s", ErrInvalidOption, quote.Value(prefix))
 		}
 		o.Prefix = prefix
 	}
@@ -53,6 +67,36 @@ func WithClock(c Clock) Option {
 	return func(o *Options) {
 		if c != nil {
 			o.Clock = c
+		}
+	}
+}
+
+// WithMaxSubjects bounds the subjects a local twin (NewLocal) holds at once
+// to n (default DefaultMaxSubjects). When the bound is reached, a new
+// subject evicts the least recently used one of the 1/64 of subjects that
+// share its stripe; an evicted subject starts fresh on its next request,
+// with its full capacity, as if its window had passed: the twin then
+// allows more than the limit to subjects it evicted. Size n above the
+// subjects active within one window so that only abusive key rotation
+// evicts. Idle subjects are freed within about one window whatever n is.
+// n must be >= 1. Redis strategies ignore it.
+func WithMaxSubjects(n int) Option {
+	return func(o *Options) {
+		if n < 1 && o.Err == nil {
+			o.Err = fmt.Errorf("%w: MaxSubjects must be >= 1, got %d", ErrInvalidOption, n)
+		}
+		o.MaxSubjects = n
+	}
+}
+
+// WithOnEvict makes a local twin call f each time it evicts a subject to
+// make room for another (see WithMaxSubjects), e.g. to count evictions. f
+// runs under a lock of the twin and must be quick and safe for concurrent
+// use. A nil f is ignored. Redis strategies ignore it.
+func WithOnEvict(f func()) Option {
+	return func(o *Options) {
+		if f != nil {
+			o.OnEvict = f
 		}
 	}
 }

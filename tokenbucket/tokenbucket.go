@@ -83,6 +83,11 @@ func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Rese
 // sharded wrapper passes. It does nothing.
 func (*Limiter) ShardAware() {}
 
+// Queueable marks the Limiter's Peek and Reset as one script call each,
+// which the sharded wrapper sends for all shards in one pipeline. It does
+// nothing.
+func (*Limiter) Queueable() {}
+
 // scale is the exact integer form of a limit: one token is wp units, every
 // millisecond refills lp units, and a full bucket holds full units.
 type scale struct {

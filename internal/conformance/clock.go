@@ -7,6 +7,8 @@ package conformance
 import (
 	"sync"
 	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Clock is a manual clock for tests, safe for concurrent use. Pass it to
@@ -44,3 +46,13 @@ func (c *Clock) Set(t time.Time) {
 // Epoch is a fixed start time for tests: a whole minute, so fixed windows
 // start at it.
 var Epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// Scaled returns a clock that reads Epoch + k × (c's time - Epoch): a case
+// written for windows of a second runs, with windows k times as long, on a
+// real Redis whose TTLs run in real time, without a key expiring in the
+// middle of it.
+func Scaled(c *Clock, k int64) strategy.Clock {
+	return strategy.ClockFunc(func() time.Time {
+		return Epoch.Add(time.Duration(k) * c.Now().Sub(Epoch))
+	})
+}

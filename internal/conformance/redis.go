@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -138,4 +139,48 @@ func DifferentialOf[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], 
 		}
 		return r, l
 	}, extra...)
+}
+
+// Equivalent runs Differential over two algorithms that promise the same
+// decisions for the same inputs (the compact log and the sliding log): a's
+// and b's Redis strategies side by side on one miniredis, then on the real
+// Redis, then their local twins, with the extra limits. On the real Redis,
+// whose TTLs run in real time, windows under 5 minutes and the clock are
+// stretched alike (see Scaled). In its messages "redis" is a and "local"
+// is b.
+func Equivalent[RA, LA, RB, LB strategy.Strategy](t *testing.T, newA NewRedis[RA], localA NewLocal[LA], newB NewRedis[RB], localB NewLocal[LB], extra ...strategy.Limit) {
+	t.Helper()
+	for _, name := range BackendNames() {
+		t.Run(name, func(t *testing.T) {
+			Differential(t, func(t *testing.T, lim strategy.Limit, c *Clock) (strategy.Strategy, strategy.Strategy) {
+				var rdb redis.Scripter
+				var opts []strategy.Option
+				switch name {
+				case "miniredis":
+					_, rdb = Miniredis(t)
+				case "redis":
+					rdb, opts = RealRedis(t), []strategy.Option{strategy.WithPrefix(testredis.Prefix(t))}
+				}
+				var clock strategy.Clock = c
+				if k := int64((5*time.Minute + lim.Window - 1) / lim.Window); name == "redis" && k > 1 {
+					lim.Window *= time.Duration(k)
+					clock = Scaled(c, k)
+				}
+				opts = append(opts, strategy.WithClock(clock))
+				var a, b strategy.Strategy
+				var errA, errB error
+				if rdb == nil {
+					a, errA = localA(lim, opts...)
+					b, errB = localB(lim, opts...)
+				} else {
+					a, errA = newA(rdb, lim, opts...)
+					b, errB = newB(rdb, lim, opts...)
+				}
+				if errA != nil || errB != nil {
+					t.Fatalf("%v: %v, %v", lim, errA, errB)
+				}
+				return a, b
+			}, extra...)
+		})
+	}
 }

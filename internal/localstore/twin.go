@@ -19,13 +19,22 @@ type Twin[V any] struct {
 }
 
 // NewTwin returns a Twin on o's clock, time.Now when o has none, whose store
-// sweeps every sweepMs milliseconds.
+// holds at most o.MaxSubjects subjects (strategy.DefaultMaxSubjects when 0),
+// calls o.OnEvict for each one evicted, and is swept every sweepMs
+// milliseconds (the window), or MinSweep when that is longer.
 func NewTwin[V any](lim strategy.Limit, o strategy.Options, sweepMs int64) Twin[V] {
 	c := o.Clock
 	if c == nil {
 		c = strategy.ClockFunc(time.Now)
 	}
-	return Twin[V]{Lim: lim, Clock: c, Store: New[V](sweepMs)}
+	st := NewStore[V](Config{
+		MaxSubjects: o.MaxSubjects,
+		Unit:        time.Millisecond,
+		Sweep:       max(time.Duration(sweepMs)*time.Millisecond, MinSweep),
+		Now:         func() int64 { return c.Now().UnixMilli() },
+		OnEvict:     o.OnEvict,
+	})
+	return Twin[V]{Lim: lim, Clock: c, Store: st}
 }
 
 // Start validates subject and the cost n and, unless ctx is done, returns
@@ -56,3 +65,6 @@ func (t *Twin[V]) Reset(ctx context.Context, subject string) error {
 
 // Subjects returns how many subjects the twin holds state for.
 func (t *Twin[V]) Subjects() int { return t.Store.Len() }
+
+// Evicted returns how many subjects the twin evicted to make room for others.
+func (t *Twin[V]) Evicted() uint64 { return t.Store.Evicted() }

@@ -21,6 +21,7 @@ package redisx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,11 +54,16 @@ func Run(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string
 	return decode(v, out)
 }
 
-// eval runs s on rdb unless ctx is done, and returns its reply. Errors wrap
+// eval runs s on rdb unless ctx is done, and returns its reply; under
+// WithQueue it holds the call instead (see Queued). Errors wrap
 // strategy.ErrBackend and the cause.
 func eval(ctx context.Context, rdb redis.Scripter, s *redis.Script, keys []string, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	}
+	if q, ok := ctx.Value(queueKey{}).(*Queued); ok && !q.held {
+		q.held, q.rdb, q.script, q.keys, q.args = true, rdb, s, keys, args
+		return nil, errQueued
 	}
 	v, err := s.Run(ctx, rdb, keys, args...).Result()
 	if err != nil {
@@ -89,8 +95,17 @@ func decode(v any, out []int64) error {
 func Decision(ctx context.Context, rdb redis.Scripter, s *redis.Script, key string, capacity int64, args ...any) (strategy.Result, error) {
 	v, err := eval(ctx, rdb, s, []string{key}, args)
 	if err != nil {
+		if err == errQueued {
+			q := ctx.Value(queueKey{}).(*Queued)
+			q.decision, q.capacity = true, capacity
+		}
 		return strategy.Result{}, err
 	}
+	return decision(v, capacity)
+}
+
+// decision decodes the reply v of a decision script.
+func decision(v any, capacity int64) (strategy.Result, error) {
 	if x, ok := v.(int64); ok {
 		return allowed(x, capacity)
 	}
@@ -220,4 +235,138 @@ func DenyAll(ctx context.Context) (strategy.Result, error) {
 		return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
 	return ResultOf(false, 0, 0, -1, 0), nil
+}
+
+// Queueable is implemented by the Redis strategies of this module: their
+// Peek and Reset each make exactly one call through this package (Decision
+// or Del) and nothing else, so that a caller may hold it with WithQueue and
+// send it with others in one pipeline (see Exec). The method is never
+// called.
+type Queueable interface {
+	Queueable()
+}
+
+type queueKey struct{}
+
+// errQueued is what a call made under WithQueue returns: it was held, not run.
+var errQueued = errors.New("redisx: call held for a pipeline")
+
+// Queued is one script call of a Queueable strategy, held instead of run
+// (see WithQueue), then its outcome once Exec ran it.
+type Queued struct {
+	held     bool
+	rdb      redis.Scripter
+	script   *redis.Script
+	keys     []string
+	args     []any
+	decision bool  // a Decision: Result is decoded from the reply
+	capacity int64 // the Decision's capacity
+
+	Result strategy.Result // a Decision's Result, after Exec
+	Err    error           // the call's error, after Exec
+}
+
+// WithQueue returns ctx under which the next script call of a Queueable
+// strategy is held in q instead of run: the strategy's method then returns
+// an error, to be ignored when q.Held(), and Exec runs the call.
+func WithQueue(ctx context.Context, q *Queued) context.Context {
+	return context.WithValue(ctx, queueKey{}, q)
+}
+
+// Held reports whether a call was held in q.
+func (q *Queued) Held() bool { return q.held }
+
+// pipeliner is a client that can pipeline: *redis.Client, *redis.ClusterClient
+// (which splits a pipeline per node itself) and *redis.Ring.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// Exec runs the held calls qs and sets each one's Result and Err: the calls
+// on one client in one pipeline of EVALSHA when the client can pipeline
+// (a *redis.ClusterClient splits it per node, and sends to the nodes
+// concurrently), one by one otherwise. When some call is answered NOSCRIPT,
+// its script is loaded (SCRIPT LOAD, on every node of a cluster) and those
+// calls are sent again in a second pipeline. Errors wrap
+// strategy.ErrBackend and the cause.
+func Exec(ctx context.Context, qs []*Queued) {
+	for len(qs) > 0 {
+		// the calls on the client of qs[0] (a sharded subject has one client)
+		rdb := qs[0].rdb
+		var same, rest []*Queued
+		for _, q := range qs {
+			if q.rdb == rdb {
+				same = append(same, q)
+			} else {
+				rest = append(rest, q)
+			}
+		}
+		execOn(ctx, rdb, same)
+		qs = rest
+	}
+}
+
+// execOn runs qs, all on rdb.
+func execOn(ctx context.Context, rdb redis.Scripter, qs []*Queued) {
+	p, ok := rdb.(pipeliner)
+	if !ok || len(qs) == 1 {
+		for _, q := range qs {
+			q.finish(eval(ctx, rdb, q.script, q.keys, q.args))
+		}
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		for _, q := range qs {
+			q.finish(nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err))
+		}
+		return
+	}
+	retry := pipeline(ctx, p, qs)
+	if len(retry) == 0 {
+		return
+	}
+	// The server lost the scripts (SCRIPT FLUSH, a restart, a new node):
+	// load each once (on every node of a cluster) and send those calls again.
+	loaded := map[*redis.Script]error{}
+	for _, q := range retry {
+		if _, ok := loaded[q.script]; !ok {
+			loaded[q.script] = q.script.Load(ctx, rdb).Err()
+		}
+	}
+	for _, q := range pipeline(ctx, p, retry) {
+		q.finish(nil, fmt.Errorf("%w: %w", strategy.ErrBackend, loaded[q.script]))
+	}
+}
+
+// pipeline sends qs in one pipeline of EVALSHA, finishes each call, and
+// returns those answered NOSCRIPT, unfinished.
+func pipeline(ctx context.Context, p pipeliner, qs []*Queued) (noscript []*Queued) {
+	pipe := p.Pipeline()
+	cmds := make([]*redis.Cmd, len(qs))
+	for i, q := range qs {
+		cmds[i] = q.script.EvalSha(ctx, pipe, q.keys, q.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	for i, q := range qs {
+		v, err := cmds[i].Result()
+		switch {
+		case err != nil && redis.HasErrorPrefix(err, "NOSCRIPT"):
+			noscript = append(noscript, q)
+		case err != nil:
+			q.finish(nil, fmt.Errorf("%w: %w", strategy.ErrBackend, err))
+		default:
+			q.finish(v, nil)
+		}
+	}
+	return noscript
+}
+
+// finish records the reply v of q's call, or its error.
+func (q *Queued) finish(v any, err error) {
+	switch {
+	case err != nil:
+		q.Err = err
+	case q.decision:
+		q.Result, q.Err = decision(v, q.capacity)
+	}
 }

@@ -188,6 +188,21 @@ func TestReportOnRealRedis(t *testing.T) {
 			t.Errorf("row %q: no command breakdown from INFO commandstats", name)
 		}
 	}
+	// the exact logs at limits 100, 1,000 and 10,000: the compact log
+	// within 8 bytes per unit and under the sorted set
+	byLimit := map[string]map[int64]float64{}
+	for _, lb := range r.MemoryAtLimits {
+		if byLimit[lb.Algorithm] == nil {
+			byLimit[lb.Algorithm] = map[int64]float64{}
+		}
+		byLimit[lb.Algorithm][lb.Limit] = lb.PerUnit
+	}
+	for _, limit := range []int64{100, 1000, 10000} {
+		c, s := byLimit["compact_log"][limit], byLimit["sliding_log"][limit]
+		if c <= 0 || c > 8 || s <= c {
+			t.Errorf("bytes per unit at limit %d: compact_log %.2f, sliding_log %.2f; want 0 < compact_log <= 8, below sliding_log", limit, c, s)
+		}
+	}
 	f, err := os.Open(chart)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func goals(r *Report) []Goal {
 		}
 		gs = append(gs, goal)
 	}
+	gs = append(gs, compactGoals(r)...)
 	for i := range r.Rows {
 		rw := &r.Rows[i]
 		if rw.Kind != "ours" || rw.Local == nil {
@@ -160,6 +161,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			f1(rw.Speed[last].CPUMicros, "%.1f"), keys, b10, bl, pb, ps, local, allocs)
 	}
 	tw.Flush()
+
+	writeMemoryAtLimits(w, r)
 
 	var breakdown []string
 	for _, rw := range r.Rows {

@@ -81,6 +81,10 @@ type Report struct {
 	Rows     []Row    `json:"rows"`
 	Goals    []Goal   `json:"goals"`
 	Notes    []string `json:"notes"`
+
+	// MemoryAtLimits: the exact logs' bytes per subject at limits 100,
+	// 1,000 and 10,000 (real Redis only).
+	MemoryAtLimits []LimitBytes `json:"memory_at_limits,omitempty"`
 }
 
 // Machine describes where the numbers come from.
@@ -206,6 +210,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.Machine.LoadAfter = loadAvg()
 	if b.real() {
 		runMemory(ctx, o, b, ts, r)
+		runMemoryAtLimits(ctx, o, b, r)
 	} else {
 		for i := range r.Rows {
 			if r.Rows[i].Kind == string(targets.Ours) || r.Rows[i].Kind == string(targets.Peer) {

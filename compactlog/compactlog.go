@@ -1,0 +1,118 @@
+package compactlog
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Tag is the algorithm's part of every key: <prefix>cl:{<subject>}.
+const Tag = "cl"
+
+// MaxLimit is the largest Limit the compact log accepts. It bounds what one
+// subject costs (a value of 13 + Limit x w bytes, w from 1 to 6 as Width
+// says: 20,013 bytes at MaxLimit for windows up to 65.5 s) and the work of
+// the rare decision that rebuilds it.
+const MaxLimit = 10000
+
+// rangesAbove is the size of value above which the script reads and writes
+// it by ranges (GETRANGE, SETRANGE) instead of whole (GET, SET): a few
+// commands more, but a decision's work no longer grows with the Limit.
+const rangesAbove = 1024
+
+//go:embed compactlog.lua
+var scriptSrc string
+
+var script = redis.NewScript(scriptSrc)
+
+// Limiter is the compact exact sliding log on Redis. It is safe for
+// concurrent use.
+type Limiter struct {
+	b        redisx.Base
+	windowMs int64
+	width    int64
+	ranges   int64 // 1: read and write the value by ranges
+}
+
+var (
+	_ strategy.Strategy = (*Limiter)(nil)
+	_ keys.ShardAware   = (*Limiter)(nil)
+)
+
+// New returns a compact log that keeps its entries in Redis through rdb
+// (a *redis.Client, *redis.ClusterClient or *redis.Ring). lim.Burst is
+// ignored. It fails when lim or an option is invalid, or when lim.Limit
+// exceeds MaxLimit.
+func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
+	b, err := redisx.NewBase("compactlog", Tag, rdb, lim, opts, checkLimit)
+	if err != nil {
+		return nil, err
+	}
+	w := lim.Window.Milliseconds()
+	l := &Limiter{b: b, windowMs: w, width: Width(w)}
+	if 13+lim.Limit*l.width > rangesAbove {
+		l.ranges = 1
+	}
+	return l, nil
+}
+
+// checkLimit bounds the memory of one subject.
+func checkLimit(lim strategy.Limit) error {
+	if lim.Limit > MaxLimit {
+		return fmt.Errorf("%w: Limit must be <= %d for the compact log, got %d (use sliding_log or sliding_counter)",
+			strategy.ErrInvalidLimit, MaxLimit, lim.Limit)
+	}
+	return nil
+}
+
+// Width returns the bytes the compact log stores per unit for a window of
+// windowMs milliseconds: the fewest w >= 1 with 256^w >= windowMs. One
+// byte up to 256 ms, two up to 65.5 s, three up to 4.6 h, four up to 49.7
+// days, five up to 34.8 years, six beyond.
+func Width(windowMs int64) int64 {
+	w := int64(1)
+	for m := int64(256); m < windowMs; m *= 256 {
+		w++
+	}
+	return w
+}
+
+// Limit returns the limit the strategy enforces.
+func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
+
+// Key returns the Redis key that holds key's entries.
+func (l *Limiter) Key(key string) string { return l.b.Key(key) }
+
+// AllowN records n units for key if the units in the window (now - Window,
+// now] plus n do not exceed the limit, in one script run.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	k, err := l.b.KeyN(ctx, key, n)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
+		l.b.Lim.Limit, l.windowMs, n, l.width, l.b.Now(), l.ranges)
+}
+
+// Peek reports key's state now without recording anything or writing to Redis.
+func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.AllowN(ctx, key, 0)
+}
+
+// Reset deletes key's entries.
+func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
+
+// ShardAware marks the Limiter as honouring the shard index that the
+// sharded wrapper passes. It does nothing.
+func (*Limiter) ShardAware() {}
+
+// Queueable marks the Limiter's Peek and Reset as one script call each,
+// which the sharded wrapper sends for all shards in one pipeline. It does
+// nothing.
+func (*Limiter) Queueable() {}
