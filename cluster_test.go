@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/sharded"
@@ -70,12 +71,25 @@ var approximate = map[ratelimit.Algorithm]bool{"sliding_counter": true}
 // error (CROSSSLOT, for one) fails the case instead of becoming a degraded
 // decision, and so that a canceled context is an error, as the suite wants;
 // the other cluster tests go through Limiter.Allow with a strict observer.
+//
+// It runs again with the cluster client behind a batch.Client (every call
+// through its per-node queues).
 func TestClusterConformance(t *testing.T) {
 	cluster := testredis.SharedCluster(t)
-	cc := cluster.Client(t)
+	plain := cluster.Client(t)
 	for _, a := range ratelimit.Algorithms() {
-		for _, shards := range []int{0, 2} {
-			t.Run(fmt.Sprintf("%s/shards=%d", a, shards), func(t *testing.T) {
+		for _, c := range []struct {
+			shards  int
+			batched bool
+		}{{0, false}, {2, false}, {0, true}, {2, true}} {
+			shards := c.shards
+			var cc redis.Scripter = plain
+			name := fmt.Sprintf("%s/shards=%d", a, shards)
+			if c.batched {
+				cc = conformance.Batched(t, plain)
+				name += "/batched"
+			}
+			t.Run(name, func(t *testing.T) {
 				conformance.Run(t, conformance.Subject{
 					ExactRetry: !approximate[a],
 					UsesBurst:  usesBurst(t, a),
@@ -191,7 +205,14 @@ func TestClusterHotSubjectSpread(t *testing.T) {
 // one of twice it from one Limiter, and for a burst of the capacity from 4
 // Limiters (standing for 4 app hosts, each with its own cluster client and
 // round-robin counters) of 4 goroutines each.
-func TestClusterShardedConcurrency(t *testing.T) {
+//
+// TestClusterShardedConcurrencyBatched runs it with each host's cluster
+// client behind a batch.Client.
+func TestClusterShardedConcurrency(t *testing.T) { clusterShardedConcurrency(t, false) }
+
+func TestClusterShardedConcurrencyBatched(t *testing.T) { clusterShardedConcurrency(t, true) }
+
+func clusterShardedConcurrency(t *testing.T, batched bool) {
 	const limit, goroutines, hosts = 600, 16, 4
 	cluster := testredis.SharedCluster(t)
 	frozen := strategy.ClockFunc(func() time.Time { return conformance.Epoch })
@@ -202,8 +223,12 @@ func TestClusterShardedConcurrency(t *testing.T) {
 			prefix := testredis.Prefix(t)
 			limiters := make([]*ratelimit.Limiter, hosts)
 			for h := range limiters {
-				cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: goroutines})
-				t.Cleanup(func() { cc.Close() })
+				plain := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: goroutines})
+				t.Cleanup(func() { plain.Close() })
+				var cc redis.Scripter = plain
+				if batched {
+					cc = conformance.Batched(t, plain, batch.WithMaxInFlight(1))
+				}
 				l, err := ratelimit.New(cc, ratelimit.Config{Algorithm: a, Limit: limit, Window: time.Minute, Shards: 6,
 					Prefix: prefix, Timeout: clusterTimeout}, ratelimit.WithClock(frozen), ratelimit.WithObserver(strict{t}))
 				if err != nil {

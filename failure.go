@@ -156,7 +156,18 @@ type failure struct {
 	inline   bool              // the client stops at the context's deadline: call it on the caller's goroutine
 }
 
-// honoursDeadlines reports whether rdb is a *redis.Client built with
+// ContextHonourer is implemented by a client that can tell whether each of
+// its calls returns by its context's deadline or cancellation, whatever
+// happens on the network (batch.Client implements it). New calls such a
+// client on the caller's goroutine; it calls every other client, except a
+// *redis.Client built with ContextTimeoutEnabled, on a worker goroutine so
+// that Config.Timeout holds.
+type ContextHonourer interface {
+	HonoursContext() bool
+}
+
+// honoursDeadlines reports whether rdb says it honours contexts (see
+// ContextHonourer), or is a *redis.Client built with
 // ContextTimeoutEnabled: it then stops reading and writing at the context's
 // deadline itself, and dials and waits for a pooled connection under the
 // same context, so a decision can call it on the caller's goroutine and
@@ -164,6 +175,9 @@ type failure struct {
 // loading is not bound by the call's context, a Ring, or a Client without
 // the option) are called on a worker goroutine (see workers).
 func honoursDeadlines(rdb redis.Scripter) bool {
+	if h, ok := rdb.(ContextHonourer); ok {
+		return h.HonoursContext()
+	}
 	c, ok := rdb.(*redis.Client)
 	return ok && c.Options().ContextTimeoutEnabled
 }

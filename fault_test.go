@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/internal/testredis"
 )
 
@@ -181,12 +182,21 @@ func fillMemory(t *testing.T, admin *redis.Client) {
 func TestFaults(t *testing.T) {
 	for _, f := range faults {
 		for _, p := range failurePolicies {
-			t.Run(fmt.Sprintf("%s/%s", f.name, p), func(t *testing.T) { runFault(t, f, p) })
+			t.Run(fmt.Sprintf("%s/%s", f.name, p), func(t *testing.T) { runFault(t, f, p, false) })
 		}
 	}
 }
 
-func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy) {
+// TestFaultsBatched runs every fault with the decisions sent through a
+// batch.Client, each fault under one policy in turn.
+func TestFaultsBatched(t *testing.T) {
+	for i, f := range faults {
+		p := failurePolicies[i%len(failurePolicies)]
+		t.Run(fmt.Sprintf("%s/%s", f.name, p), func(t *testing.T) { runFault(t, f, p, true) })
+	}
+}
+
+func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy, batched bool) {
 	const cooldown = 200 * time.Millisecond
 	ctx := context.Background()
 	srv := testredis.Start(t)
@@ -201,8 +211,17 @@ func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy) {
 		f.clientOpts(opt)
 	}
 	rdb := redis.NewClient(opt)
+	var sc redis.Scripter = rdb
+	var bc *batch.Client
+	if batched {
+		var err error
+		if bc, err = batch.New(rdb); err != nil {
+			t.Fatal(err)
+		}
+		sc = bc
+	}
 	breaker := mustBreaker(t, 3, cooldown)
-	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: faultLimit, Window: time.Minute,
+	l, err := ratelimit.New(sc, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: faultLimit, Window: time.Minute,
 		OnFailure: p, LocalShare: faultShare, Timeout: f.timeout}, ratelimit.WithBreaker(breaker), ratelimit.WithObserver(causeObserver{}))
 	if err != nil {
 		t.Fatal(err)
@@ -393,6 +412,9 @@ func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy) {
 	}
 
 	// No goroutine outlives the client.
+	if bc != nil {
+		bc.Close()
+	}
 	rdb.Close()
 	settleGoroutines(t, base, 3*time.Second)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/sharded"
@@ -52,12 +53,26 @@ var (
 )
 
 var (
-	backendMiniredis = backend{name: "miniredis", windows: shortWindows, redis: true, open: openMiniredis(false)}
-	backendMiniTime  = backend{name: "miniredis-time", windows: shortWindows, redis: true, open: openMiniredis(true)}
-	backendRedis     = backend{name: "redis", windows: longWindows, redis: true, open: openRedis}
+	backendMiniredis = backend{name: "miniredis", windows: shortWindows, redis: true, open: openMiniredis(false, false)}
+	backendMiniTime  = backend{name: "miniredis-time", windows: shortWindows, redis: true, open: openMiniredis(true, false)}
+	backendRedis     = backend{name: "redis", windows: longWindows, redis: true, open: openRedis(false)}
 	backendLocal     = backend{name: "local", windows: shortWindows, open: openLocal}
-	allBackends      = []backend{backendMiniredis, backendMiniTime, backendRedis, backendLocal}
+	// The Redis backends again, each host's client wrapped in a
+	// batch.Client with one pipeline in flight, so that a host's concurrent
+	// requests share pipelines.
+	backendMiniBatched  = backend{name: "miniredis-batched", windows: shortWindows, redis: true, open: openMiniredis(false, true)}
+	backendRedisBatched = backend{name: "redis-batched", windows: longWindows, redis: true, open: openRedis(true)}
+	allBackends         = []backend{backendMiniredis, backendMiniTime, backendRedis, backendLocal, backendMiniBatched, backendRedisBatched}
 )
+
+// hostClient is the client a host's strategies use: c itself, or c behind a
+// batch.Client (closed when t ends) whose calls all go through its queue.
+func hostClient(t *testing.T, c redis.Scripter, batched bool) redis.Scripter {
+	if !batched {
+		return c
+	}
+	return conformance.Batched(t, c, batch.WithMaxInFlight(1))
+}
 
 // stats counts what a property run exercised, so that a run that never
 // denies (or never allows) anything fails instead of passing vacuously.
@@ -137,14 +152,14 @@ func build(s subject, lim strategy.Limit, mk func(strategy.Limit) (strategy.Stra
 	return mk(lim)
 }
 
-func openMiniredis(serverTime bool) func(t *testing.T) envBuilder {
+func openMiniredis(serverTime, batched bool) func(t *testing.T) envBuilder {
 	return func(t *testing.T) envBuilder {
 		mr := miniredis.RunT(t)
 		var clients []redis.Scripter
 		for range hosts {
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 32})
 			t.Cleanup(func() { c.Close() })
-			clients = append(clients, c)
+			clients = append(clients, hostClient(t, c, batched))
 		}
 		var n atomic.Int64
 		var mu sync.Mutex // miniredis time is global: one case at a time
@@ -196,13 +211,19 @@ func openMiniredis(serverTime bool) func(t *testing.T) envBuilder {
 	}
 }
 
-func openRedis(t *testing.T) envBuilder {
+func openRedis(batched bool) func(t *testing.T) envBuilder {
+	return func(t *testing.T) envBuilder { return openRedisOn(t, batched) }
+}
+
+func openRedisOn(t *testing.T, batched bool) envBuilder {
 	srv := testredis.Shared(t)
 	var clients []*redis.Client
+	var scripters []redis.Scripter
 	for range hosts {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 32})
 		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
+		scripters = append(scripters, hostClient(t, c, batched))
 	}
 	base := testredis.Prefix(t)
 	var n atomic.Int64
@@ -214,7 +235,7 @@ func openRedis(t *testing.T) envBuilder {
 			e.clock.Set(time.UnixMilli(e.guard(e.now())))
 		}
 		opts := []strategy.Option{strategy.WithPrefix(prefix), strategy.WithClock(e.clock)}
-		for _, c := range clients {
+		for _, c := range scripters {
 			st, err := build(s, lim, func(l strategy.Limit) (strategy.Strategy, error) { return s.newRedis(c, l, opts...) })
 			if err != nil {
 				return nil, err

@@ -351,6 +351,12 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		},
 		subjects: "sharded-.*", backends: "redis|local",
 	},
+	{
+		name:     "batch: replies handed to the wrong callers of a pipeline",
+		file:     "batch/batch.go",
+		edits:    []edit{{old: `cl.cmd = cmds[i]`, new: `cl.cmd = cmds[len(cmds)-1-i] // MUTANT`}},
+		subjects: "fixedwindow|gcra|slidinglog", backends: "miniredis-batched|redis-batched",
+	},
 }
 
 // mutationSeed and mutationCases make the mutation check deterministic

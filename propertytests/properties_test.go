@@ -38,8 +38,8 @@ type property struct {
 }
 
 var (
-	redisBackends = []string{"miniredis", "miniredis-time", "redis"}
-	mainBackends  = []string{"miniredis", "redis", "local"}
+	redisBackends = []string{"miniredis", "miniredis-time", "redis", "miniredis-batched", "redis-batched"}
+	mainBackends  = []string{"miniredis", "redis", "local", "miniredis-batched", "redis-batched"}
 	serialOpts    = genOpts{maxBatch: 4, subjects: 2, peeks: true}
 )
 
@@ -58,7 +58,7 @@ var properties = []property{
 		},
 	},
 	{
-		name: "exact", backends: []string{"miniredis", "miniredis-time", "redis", "local"}, applies: notSharded,
+		name: "exact", backends: []string{"miniredis", "miniredis-time", "redis", "local", "miniredis-batched", "redis-batched"}, applies: notSharded,
 		opts: genOpts{maxBatch: 4, subjects: 2, peeks: true, resets: true},
 		check: func(e *env, c Case, _ func() (*env, error)) string {
 			evs, msg := e.runSerial(c, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -163,6 +164,21 @@ func ConcurrentExactlyCapacity[R, L strategy.Strategy](t *testing.T, newRedis Ne
 			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: goroutines / 4})
 			t.Cleanup(func() { c.Close() })
 			st, err := newRedis(c, lim, strategy.WithClock(frozen), strategy.WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts[i] = st
+		}
+		run(t, func(i int) strategy.Strategy { return sts[i] })
+	})
+	t.Run("redis-batched", func(t *testing.T) { // 16 callers per client share its pipelines
+		srv := testredis.Shared(t)
+		prefix := testredis.Prefix(t)
+		sts := make([]strategy.Strategy, 4)
+		for i := range sts {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: goroutines / 4, ContextTimeoutEnabled: i%2 == 0})
+			t.Cleanup(func() { c.Close() })
+			st, err := newRedis(Batched(t, c, batch.WithMaxInFlight(2)), lim, strategy.WithClock(frozen), strategy.WithPrefix(prefix))
 			if err != nil {
 				t.Fatal(err)
 			}

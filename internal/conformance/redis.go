@@ -1,12 +1,14 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -36,8 +38,41 @@ type NewRedis[S strategy.Strategy] func(rdb redis.Scripter, lim strategy.Limit, 
 type NewLocal[S strategy.Strategy] func(lim strategy.Limit, opts ...strategy.Option) (S, error)
 
 // BackendNames are the backends a strategy runs on: its Redis constructor
-// on miniredis and on a real Redis, and its local twin.
-func BackendNames() []string { return []string{"miniredis", "redis", "local"} }
+// on miniredis and on a real Redis, its local twin, and the Redis
+// constructor again on both through a batch.Client (see Batched).
+func BackendNames() []string {
+	return []string{"miniredis", "redis", "local", "miniredis-batched", "redis-batched"}
+}
+
+// Batched returns rdb wrapped in a batch.Client, closed when t ends, whose
+// every call goes through its queue and flushers (the path concurrent calls
+// take), not only the one a lone caller takes.
+func Batched(t testing.TB, rdb redis.Scripter, opts ...batch.Option) redis.Scripter {
+	t.Helper()
+	c, err := batch.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return queued{c}
+}
+
+// queued gives every call a context that can end, so that a batch.Client
+// over a client without ContextTimeoutEnabled queues it rather than send it
+// on the caller's goroutine.
+type queued struct{ *batch.Client }
+
+func (q queued) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return q.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+func (q queued) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return q.Client.Eval(ctx, script, keys, args...)
+}
 
 // newOn builds, on backend name, the strategy that newRedis or newLocal
 // makes for lim, reading clock.
@@ -51,6 +86,11 @@ func newOn[R, L strategy.Strategy](t *testing.T, name string, lim strategy.Limit
 		return newRedis(RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	case "local":
 		return newLocal(lim, strategy.WithClock(clock))
+	case "miniredis-batched":
+		_, rdb := Miniredis(t)
+		return newRedis(Batched(t, rdb), lim, strategy.WithClock(clock))
+	case "redis-batched":
+		return newRedis(Batched(t, RealRedis(t)), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
 	}
 	t.Fatalf("unknown backend %q", name)
 	return nil, nil

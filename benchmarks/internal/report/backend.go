@@ -12,6 +12,9 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
 )
 
 // backend is the Redis the speed and memory runs use.
@@ -23,6 +26,61 @@ type backend struct {
 	rts     atomic.Int64          // round trips made by work
 	version string
 	masters []*redis.Client // a cluster's masters, for INFO and SCAN
+	// batched: a client like work but with ContextTimeoutEnabled, as the
+	// batch package recommends (a lone call is then sent on the caller's
+	// goroutine), its round trips counted too; batch wraps it, and auto is
+	// its go-redis AutoPipeline (evaluated by targets.Evaluations' rows)
+	batched    redis.UniversalClient
+	batch      *batch.Client
+	autoClient *redis.Client
+	auto       *redis.AutoPipeliner
+}
+
+// openBatching opens b.batched, b.batch and (on a single server) b.auto.
+func (b *backend) openBatching() error {
+	switch w := b.work.(type) {
+	case *redis.Client:
+		o := w.Options()
+		c := redis.NewClient(&redis.Options{Addr: o.Addr, PoolSize: o.PoolSize, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, ContextTimeoutEnabled: true})
+		c.AddHook(counter{&b.rts})
+		b.batched = c
+		// go-redis's AutoPipeline gets a client of its own: its engine
+		// keeps goroutines and connections that must not slow the
+		// batched rows down.
+		ac := redis.NewClient(&redis.Options{Addr: o.Addr, PoolSize: o.PoolSize, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, ContextTimeoutEnabled: true})
+		ac.AddHook(counter{&b.rts})
+		b.autoClient = ac
+		if ap, err := ac.AutoPipeline(); err == nil {
+			b.auto = ap
+		}
+	case *redis.ClusterClient:
+		o := w.Options()
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, PoolSize: o.PoolSize, ContextTimeoutEnabled: true})
+		c.OnNewNode(func(c *redis.Client) { c.AddHook(counter{&b.rts}) })
+		b.batched = c
+	default:
+		return fmt.Errorf("report: cannot batch a %T", b.work)
+	}
+	c, err := batch.New(b.batched)
+	if err != nil {
+		return err
+	}
+	b.batch = c
+	return nil
+}
+
+// env is the targets' environment on b.
+func (b *backend) env(o Options, prefix string) targets.Env {
+	e := targets.Env{RDB: b.work, Limit: o.Limit, Prefix: prefix}
+	if b.batch != nil {
+		e.Batch = b.batch
+	}
+	if b.auto != nil {
+		e.AutoPipe = b.auto
+	}
+	return e
 }
 
 // counter counts round trips: one per command or pipeline sent to a node.
@@ -63,7 +121,7 @@ func openBackend(ctx context.Context, o Options) (*backend, error) {
 		b.work = redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: pool, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
 		b.admin = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		b.work.AddHook(counter{&b.rts})
-		return b, nil
+		return b, b.openBatching()
 	case BackendRedis:
 		if len(o.Addrs) != 1 {
 			return nil, fmt.Errorf("report: backend redis needs one address, got %d", len(o.Addrs))
@@ -86,6 +144,10 @@ func openBackend(ctx context.Context, o Options) (*backend, error) {
 	if err := b.admin.Ping(ctx).Err(); err != nil {
 		b.close()
 		return nil, fmt.Errorf("report: %s: %w", strings.Join(o.Addrs, ","), err)
+	}
+	if err := b.openBatching(); err != nil {
+		b.close()
+		return nil, err
 	}
 	if o.Backend == BackendCluster {
 		if err := b.findMasters(ctx, o); err != nil {
@@ -116,6 +178,16 @@ func openBackend(ctx context.Context, o Options) (*backend, error) {
 func (b *backend) real() bool { return b.mr == nil }
 
 func (b *backend) close() {
+	if b.auto != nil {
+		b.auto.Close()
+		b.autoClient.Close()
+	}
+	if b.batch != nil {
+		b.batch.Close()
+	}
+	if b.batched != nil {
+		b.batched.Close()
+	}
 	b.work.Close()
 	b.admin.Close()
 	for _, m := range b.masters {

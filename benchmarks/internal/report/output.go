@@ -73,7 +73,7 @@ func goals(r *Report) []Goal {
 		gs = append(gs, Goal{What: rw.Name + " local twin allocations per decision", Want: "0",
 			Measured: ptr(allocs), Met: ptr(allocs < 0.05)})
 	}
-	return gs
+	return append(gs, batchedGoals(r)...)
 }
 
 // WriteJSON writes r as indented JSON.
@@ -189,6 +189,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(rowNotes) > 0 {
 		fmt.Fprintf(w, "\nrows:\n%s\n", strings.Join(rowNotes, "\n"))
 	}
+
+	writeBatching(w, r)
 
 	if len(r.Goals) > 0 {
 		fmt.Fprintln(w, "\ngoals:")

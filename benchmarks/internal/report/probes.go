@@ -31,7 +31,7 @@ func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, 
 			}
 			continue
 		}
-		if t.Kind == targets.Facade || row.Error != "" {
+		if t.Kind == targets.Facade || t.Kind == targets.Batched || row.Error != "" {
 			continue
 		}
 		fmt.Fprintf(o.Progress, "\rmemory %-40s", t.Name)
@@ -209,7 +209,7 @@ func runPrecision(ctx context.Context, o Options, ts []targets.Target, r *Report
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, t := range ts {
 		row := &r.Rows[i]
-		if t.Kind == targets.Floor || t.Kind == targets.Facade {
+		if t.Kind == targets.Floor || t.Kind == targets.Facade || t.Kind == targets.Batched {
 			continue
 		}
 		wg.Add(1)

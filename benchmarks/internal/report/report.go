@@ -234,7 +234,7 @@ func selectTargets(o Options) []targets.Target {
 		return all
 	}
 	var ts []targets.Target
-	for _, t := range all {
+	for _, t := range append(all, targets.Evaluations()...) {
 		for _, n := range o.Only {
 			if t.Kind == targets.Floor || t.Name == n {
 				ts = append(ts, t)

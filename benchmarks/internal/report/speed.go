@@ -124,7 +124,7 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 	for i := range subjects {
 		subjects[i] = token + "u" + strconv.Itoa(i)
 	}
-	env := targets.Env{RDB: b.work, Limit: o.Limit, Prefix: "rlbench:"}
+	env := b.env(o, "rlbench:")
 	deciders := make([]targets.Decider, len(ts))
 	for i, t := range ts {
 		d, err := t.New(env)

@@ -41,6 +41,9 @@ const (
 	Ours   Kind = "ours"
 	Facade Kind = "facade" // one of ours through the facade's Limiter
 	Peer   Kind = "peer"
+	// Batched is the floor, one of ours or the facade sent through a
+	// client that shares pipelines (Env.Batch, Env.AutoPipe).
+	Batched Kind = "batched"
 )
 
 // Env is what a target is built on.
@@ -48,6 +51,15 @@ type Env struct {
 	RDB    redis.UniversalClient // the client every decision goes through
 	Limit  strategy.Limit        // Burst 0 means Limit
 	Prefix string                // key namespace of our strategies; "" keeps their default
+	// Via, when set, is the client the floor and ours send their scripts
+	// through instead of RDB (a batched row sets it).
+	Via redis.Scripter
+	// Batch is RDB wrapped in a batch.Client, for the batched rows; nil
+	// makes them n/a.
+	Batch redis.Scripter
+	// AutoPipe is go-redis's AutoPipeline of RDB, for the rows that
+	// evaluate it (see Evaluations); nil makes them n/a.
+	AutoPipe redis.Scripter
 	// Clock, when set, is the time of the targets that take a client clock
 	// (ours, mennanov/limiters). The others read the Redis server's TIME
 	// (redis_rate) or rely on key TTLs (ulule/limiter); on miniredis the
@@ -75,6 +87,7 @@ func All(peers bool) []Target {
 		fa = "fixed_window"
 	}
 	ts = append(ts, FacadeTarget(fa))
+	ts = append(ts, BatchedTargets(fa)...)
 	if peers {
 		ts = append(ts, Peers()...)
 	}
@@ -83,7 +96,7 @@ func All(peers bool) []Target {
 
 var floorScript = redis.NewScript("return 1")
 
-type floor struct{ rdb redis.UniversalClient }
+type floor struct{ rdb redis.Scripter }
 
 func (f floor) Decide(ctx context.Context, subject string) (bool, error) {
 	return true, floorScript.Run(ctx, f.rdb, []string{subject}).Err()
@@ -93,7 +106,54 @@ func (f floor) Decide(ctx context.Context, subject string) (bool, error) {
 // the subject as its key, one round trip and one command.
 func FloorTarget() Target {
 	return Target{Name: "floor", Kind: Floor, Algorithm: "EVALSHA return 1",
-		New: func(e Env) (Decider, error) { return floor{e.RDB}, nil }}
+		New: func(e Env) (Decider, error) { return floor{e.scripter()}, nil }}
+}
+
+// BatchedTargets returns the floor, ours and the facade's algorithm fa
+// again, each sent through Env.Batch (a batch.Client over Env.RDB): named
+// "<name> batched", measured in the same interleaved slices as the rest.
+func BatchedTargets(fa ratelimit.Algorithm) []Target {
+	ts := []Target{via("batched", "batch.New(rdb)", func(e Env) redis.Scripter { return e.Batch }, FloorTarget())}
+	for _, t := range OursTargets() {
+		ts = append(ts, via("batched", "batch.New(rdb)", func(e Env) redis.Scripter { return e.Batch }, t))
+	}
+	return append(ts, via("batched", "batch.New(rdb), the facade calls it on the caller's goroutine",
+		func(e Env) redis.Scripter { return e.Batch }, FacadeTarget(fa)))
+}
+
+// Evaluations are targets measured only when named (report -only): go-redis's
+// AutoPipeline as the batching client, for the floor and the fixed window.
+func Evaluations() []Target {
+	get := func(e Env) redis.Scripter { return e.AutoPipe }
+	var ts []Target
+	for _, t := range append([]Target{FloorTarget()}, OursTargets()...) {
+		if t.Name == "floor" || t.Name == "fixed_window" || t.Name == "gcra" {
+			ts = append(ts, via("autopipeline", "go-redis v9 Client.AutoPipeline() (experimental), default options", get, t))
+		}
+	}
+	return ts
+}
+
+// via is t with its decisions sent through the client client(e) returns.
+func via(suffix, note string, client func(Env) redis.Scripter, t Target) Target {
+	inner := t.New
+	return Target{Name: t.Name + " " + suffix, Kind: Batched, Algorithm: t.Algorithm, Note: note,
+		New: func(e Env) (Decider, error) {
+			c := client(e)
+			if c == nil {
+				return nil, fmt.Errorf("targets: no %s client on this backend", suffix)
+			}
+			e.Via = c
+			return inner(e)
+		}}
+}
+
+// scripter is the client the floor and ours send their scripts through.
+func (e Env) scripter() redis.Scripter {
+	if e.Via != nil {
+		return e.Via
+	}
+	return e.RDB
 }
 
 // strategyDecider adapts a strategy.
@@ -229,7 +289,7 @@ func OursTargets() []Target {
 	for _, a := range Names() {
 		t := Target{Name: string(a), Kind: Ours, Algorithm: string(a),
 			New: func(e Env) (Decider, error) {
-				st, err := NewStrategy(a, e.RDB, e.Limit, e.Prefix, e.Clock, 0)
+				st, err := NewStrategy(a, e.scripter(), e.Limit, e.Prefix, e.Clock, 0)
 				if err != nil {
 					return nil, err
 				}
@@ -250,7 +310,7 @@ func FacadeTarget(a ratelimit.Algorithm) Target {
 	return Target{Name: "facade " + string(a), Kind: Facade, Algorithm: string(a),
 		Note: "ratelimit.New(...).Allow with the default failure policy, timeout and breaker",
 		New: func(e Env) (Decider, error) {
-			l, err := ratelimit.New(e.RDB, Config(a, e.Limit, e.Prefix), ratelimit.WithClock(e.Clock))
+			l, err := ratelimit.New(e.scripter(), Config(a, e.Limit, e.Prefix), ratelimit.WithClock(e.Clock))
 			if err != nil {
 				return nil, err
 			}

@@ -1,0 +1,686 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Defaults and bounds of the options.
+const (
+	// DefaultMaxInFlight is the most sends (calls sent alone, and
+	// pipelines) a Client keeps in flight per Redis node; at most half of
+	// them (rounded up) are pipelines. Up to 8 concurrent callers are thus
+	// each sent at once, as without batching; beyond, calls share at most 4
+	// pipelines, which measured ahead of 8 at concurrency 64 (deeper
+	// pipelines, less Redis CPU per call).
+	DefaultMaxInFlight = 8
+	// DefaultMaxBatch is the most commands one pipeline carries.
+	DefaultMaxBatch = 128
+	// DefaultMaxQueue is the most calls that may wait per node for a
+	// pipeline; more fail at once with ErrQueueFull.
+	DefaultMaxQueue = 10000
+
+	maxInFlight = 256
+	maxBatch    = 10000
+	maxQueue    = 1 << 20
+	// maxScripts bounds the scripts a Client remembers for NOSCRIPT
+	// recovery; scripts beyond it are not remembered (their callers fall
+	// back to EVAL, as without batching).
+	maxScripts = 1024
+	// maxLanes bounds the nodes a Client keeps queues for (a Ring or a
+	// cluster whose nodes keep changing); calls to further nodes are sent
+	// unbatched.
+	maxLanes = 1024
+)
+
+// ErrClosed is the error of calls made on, or still waiting in, a Client
+// that is closed.
+var ErrClosed = errors.New("batch: client closed")
+
+// ErrQueueFull is the error of a call that finds MaxQueue calls already
+// waiting for a pipeline to the same node: Redis is not keeping up, and
+// waiting longer would only add latency.
+var ErrQueueFull = errors.New("batch: queue full")
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	inFlight, batch, queue int
+	err                    error
+}
+
+func (o *options) fail(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// WithMaxInFlight sets how many sends (calls sent alone, and pipelines) may
+// be in flight per Redis node at once, in [1, 256], of which at most half
+// (rounded up) pipelines; default DefaultMaxInFlight. Fewer make bigger
+// pipelines (less Redis CPU per call) but make callers wait for a pipeline
+// at a lower concurrency.
+func WithMaxInFlight(k int) Option {
+	return func(o *options) {
+		if k < 1 || k > maxInFlight {
+			o.fail(fmt.Errorf("%w: batch: WithMaxInFlight: k must be in [1, %d], got %d", strategy.ErrInvalidOption, maxInFlight, k))
+		}
+		o.inFlight = k
+	}
+}
+
+// WithMaxBatch sets the most commands one pipeline carries, in [1, 10000];
+// default DefaultMaxBatch.
+func WithMaxBatch(n int) Option {
+	return func(o *options) {
+		if n < 1 || n > maxBatch {
+			o.fail(fmt.Errorf("%w: batch: WithMaxBatch: n must be in [1, %d], got %d", strategy.ErrInvalidOption, maxBatch, n))
+		}
+		o.batch = n
+	}
+}
+
+// WithMaxQueue sets the most calls that may wait per node for a pipeline,
+// in [1, 1048576]; default DefaultMaxQueue. A call beyond it fails at once
+// with ErrQueueFull.
+func WithMaxQueue(n int) Option {
+	return func(o *options) {
+		if n < 1 || n > maxQueue {
+			o.fail(fmt.Errorf("%w: batch: WithMaxQueue: n must be in [1, %d], got %d", strategy.ErrInvalidOption, maxQueue, n))
+		}
+		o.queue = n
+	}
+}
+
+// Client is a redis.Scripter that sends concurrent script calls to the same
+// Redis node together in pipelines. It is safe for concurrent use. See the
+// package doc.
+type Client struct {
+	rdb      redis.Scripter
+	route    func(ctx context.Context, key string) (*redis.Client, error) // nil: every call is passed through
+	cluster  *redis.ClusterClient                                         // follows MOVED and ASK
+	honours  bool
+	single   *lane // the lane of a *redis.Client: no routing
+	inFlight int   // sends in flight per node
+	pipes    int   // of which pipelines
+	maxBatch int
+	maxQueue int
+
+	ctx    context.Context // canceled by Close; the pipelines' base context
+	cancel context.CancelFunc
+	closed atomic.Bool
+	wg     sync.WaitGroup // flushers
+
+	lanesMu sync.RWMutex
+	lanes   map[*redis.Client]*lane
+
+	scripts  sync.Map // sha1 hex -> script source
+	nScripts atomic.Int32
+}
+
+var _ redis.Scripter = (*Client)(nil)
+
+// New returns a Client that batches the script calls made on rdb, which must
+// be a *redis.Client, a *redis.ClusterClient (one queue per master, calls
+// grouped by the node that serves their first key's slot) or a *redis.Ring
+// (one queue per shard). Any other redis.Scripter is accepted and called
+// directly, without batching. New does not take ownership of rdb: Close
+// stops the Client, never rdb. Bad options are reported naming the option.
+func New(rdb redis.Scripter, opts ...Option) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: batch: redis client is nil", strategy.ErrInvalidOption)
+	}
+	o := options{inFlight: DefaultMaxInFlight, batch: DefaultMaxBatch, queue: DefaultMaxQueue}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	c := &Client{rdb: rdb, inFlight: o.inFlight, pipes: (o.inFlight + 1) / 2, maxBatch: o.batch, maxQueue: o.queue,
+		lanes: map[*redis.Client]*lane{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	switch r := rdb.(type) {
+	case *redis.Client:
+		c.route = func(context.Context, string) (*redis.Client, error) { return r, nil }
+		c.honours = true
+		c.single = c.lane(r)
+	case *redis.ClusterClient:
+		c.route = r.MasterForKey
+		c.cluster = r
+		// Finding a key's node may load the slot map, which the call's
+		// context does not bound.
+		c.honours = false
+	case *redis.Ring:
+		c.route = func(_ context.Context, key string) (*redis.Client, error) { return r.GetShardClientForKey(key) }
+		c.honours = true
+	}
+	return c, nil
+}
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation whatever the underlying client's settings: true
+// for a *redis.Client and a *redis.Ring, whose callers wait for a pipeline
+// on their context; false for a *redis.ClusterClient (finding a key's node
+// may load the cluster's slot map, which the context does not bound) and
+// for clients passed through. The facade (ratelimit.New) then calls the
+// Client on the caller's goroutine rather than on a worker.
+func (c *Client) HonoursContext() bool { return c.honours }
+
+// Close stops the Client: calls waiting for a pipeline and calls made later
+// fail with ErrClosed, pipelines in flight are canceled, and Close returns
+// once the Client's goroutines have exited. It does not close the
+// underlying client. It is safe to call more than once.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c.cancel()
+	c.lanesMu.Lock()
+	lanes := make([]*lane, 0, len(c.lanes))
+	for _, l := range c.lanes {
+		lanes = append(lanes, l)
+	}
+	c.lanesMu.Unlock()
+	for _, l := range lanes {
+		l.close()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// EvalSha runs the script with SHA1 digest sha1 in a pipeline shared with
+// concurrent calls to the same node (or on its own when nothing else is in
+// flight to that node). A NOSCRIPT reply of a script this Client has seen
+// (through Eval or ScriptLoad) is recovered by loading it and re-sending
+// only the calls that got NOSCRIPT; otherwise it is returned, and
+// redis.Script.Run then falls back to Eval.
+func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.do(ctx, sha1, "", keys, args)
+}
+
+// Eval runs script like EvalSha with the script's digest: the Client
+// remembers the script, sends EVALSHA, and on NOSCRIPT loads the script once
+// and re-sends, so that the whole text crosses the network once per node,
+// not once per caller.
+func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.do(ctx, c.learn(script), script, keys, args)
+}
+
+// EvalRO is the underlying client's EvalRO, not batched.
+func (c *Client) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.rdb.EvalRO(ctx, script, keys, args...)
+}
+
+// EvalShaRO is the underlying client's EvalShaRO, not batched.
+func (c *Client) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.rdb.EvalShaRO(ctx, sha1, keys, args...)
+}
+
+// ScriptExists is the underlying client's ScriptExists.
+func (c *Client) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	return c.rdb.ScriptExists(ctx, hashes...)
+}
+
+// ScriptLoad loads script with the underlying client (on every master of a
+// cluster) and remembers it for NOSCRIPT recovery.
+func (c *Client) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	c.learn(script)
+	return c.rdb.ScriptLoad(ctx, script)
+}
+
+// learn remembers script (up to maxScripts of them) and returns its digest.
+func (c *Client) learn(script string) string {
+	sum := sha1.Sum([]byte(script))
+	sha := hex.EncodeToString(sum[:])
+	if _, ok := c.scripts.Load(sha); !ok && c.nScripts.Load() < maxScripts {
+		if _, loaded := c.scripts.LoadOrStore(sha, script); !loaded {
+			c.nScripts.Add(1)
+		}
+	}
+	return sha
+}
+
+// source returns the script of digest sha, or "" when unknown.
+func (c *Client) source(sha string) string {
+	if v, ok := c.scripts.Load(sha); ok {
+		return v.(string)
+	}
+	return ""
+}
+
+// passThrough sends a call unbatched.
+func (c *Client) passThrough(ctx context.Context, sha, src string, keys []string, args []any) *redis.Cmd {
+	if src != "" {
+		return c.rdb.Eval(ctx, src, keys, args...)
+	}
+	return c.rdb.EvalSha(ctx, sha, keys, args...)
+}
+
+func (c *Client) do(ctx context.Context, sha, src string, keys []string, args []any) *redis.Cmd {
+	if err := ctx.Err(); err != nil {
+		return errCmd(ctx, err)
+	}
+	if c.closed.Load() {
+		return errCmd(ctx, ErrClosed)
+	}
+	if c.route == nil || len(keys) == 0 {
+		return c.passThrough(ctx, sha, src, keys, args)
+	}
+	l := c.single
+	if l == nil {
+		node, err := c.route(ctx, keys[0])
+		if err != nil {
+			return errCmd(ctx, err)
+		}
+		if l = c.lane(node); l == nil {
+			return c.passThrough(ctx, sha, src, keys, args)
+		}
+	}
+	return l.do(ctx, &call{ctx: ctx, sha: sha, src: src, keys: keys, args: args})
+}
+
+// lane returns node's queue, made on first use; nil beyond maxLanes.
+func (c *Client) lane(node *redis.Client) *lane {
+	c.lanesMu.RLock()
+	l := c.lanes[node]
+	c.lanesMu.RUnlock()
+	if l != nil {
+		return l
+	}
+	c.lanesMu.Lock()
+	defer c.lanesMu.Unlock()
+	if l = c.lanes[node]; l != nil {
+		return l
+	}
+	if len(c.lanes) >= maxLanes || c.closed.Load() {
+		return nil
+	}
+	l = &lane{c: c, node: node, inline: node.Options().ContextTimeoutEnabled,
+		kick: make(chan struct{}, c.pipes)}
+	c.lanes[node] = l
+	return l
+}
+
+// call is one script call. Its state moves once from queued to sent (a
+// flusher took it) or to dropped (its caller left first).
+type call struct {
+	ctx   context.Context
+	sha   string
+	src   string // the script, when known
+	keys  []string
+	args  []any
+	state atomic.Int32
+	cmd   *redis.Cmd
+	done  chan struct{} // closed once cmd is set
+}
+
+const (
+	callQueued int32 = iota
+	callSent
+	callDropped
+)
+
+// lane is the queue of one Redis node.
+type lane struct {
+	c      *Client
+	node   *redis.Client
+	inline bool // node stops at a context's deadline itself
+	kick   chan struct{}
+
+	mu       sync.Mutex
+	queue    []*call
+	solo     int // calls sent alone, in flight
+	piped    int // flushers handed a slot: pipelines in flight or about to be
+	flushers bool
+	closed   bool
+}
+
+// do sends cl at once, on the caller's goroutine, when nothing is queued,
+// no pipeline is in flight and fewer than inFlight calls are (and the call
+// can be abandoned at its context's end); otherwise queues it for the next
+// pipeline and waits for its reply or its context's end. Once pipelines
+// run, calls join them until the queue drains: deeper pipelines, less
+// Redis CPU per call.
+func (l *lane) do(ctx context.Context, cl *call) *redis.Cmd {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errCmd(ctx, ErrClosed)
+	}
+	if l.solo < l.c.inFlight && l.piped == 0 && len(l.queue) == 0 && (l.inline || ctx.Done() == nil) {
+		l.solo++
+		l.mu.Unlock()
+		one := [1]*call{cl}
+		var out [1]*redis.Cmd
+		l.send(ctx, one[:], out[:])
+		l.release()
+		return out[0]
+	}
+	if len(l.queue) >= l.c.maxQueue {
+		l.queue = compact(l.queue)
+		if n := len(l.queue); n >= l.c.maxQueue {
+			l.mu.Unlock()
+			return errCmd(ctx, fmt.Errorf("%w (%d calls waiting)", ErrQueueFull, n))
+		}
+	}
+	cl.done = make(chan struct{})
+	l.queue = append(l.queue, cl)
+	l.startPipe()
+	l.mu.Unlock()
+	select {
+	case <-cl.done:
+		return cl.cmd
+	case <-ctx.Done():
+		if cl.state.CompareAndSwap(callQueued, callDropped) {
+			return errCmd(ctx, ctx.Err()) // never sent
+		}
+		select {
+		case <-cl.done:
+			return cl.cmd
+		default:
+			return errCmd(ctx, ctx.Err()) // sent: its reply is discarded
+		}
+	}
+}
+
+// compact drops the calls whose callers left.
+func compact(q []*call) []*call {
+	out := q[:0]
+	for _, cl := range q {
+		if cl.state.Load() == callQueued {
+			out = append(out, cl)
+		}
+	}
+	clear(q[len(out):])
+	return out
+}
+
+// startPipe hands a slot to a flusher when calls are queued and a pipeline
+// may start, starting the flushers on first use. l.mu is held.
+func (l *lane) startPipe() {
+	if len(l.queue) == 0 || l.closed || l.piped >= l.c.pipes || l.solo+l.piped >= l.c.inFlight {
+		return
+	}
+	l.piped++
+	if !l.flushers {
+		l.flushers = true
+		l.c.wg.Add(l.c.pipes)
+		for range l.c.pipes {
+			go l.flush()
+		}
+	}
+	l.kick <- struct{}{} // never blocks: one kick per slot, pipes slots
+}
+
+// release frees a lone call's slot, handing one to a flusher when calls
+// are queued.
+func (l *lane) release() {
+	l.mu.Lock()
+	l.solo--
+	l.startPipe()
+	l.mu.Unlock()
+}
+
+// flush runs pipelines, one at a time, each time it is handed a slot, until
+// the queue is empty; it exits when the Client closes.
+func (l *lane) flush() {
+	defer l.c.wg.Done()
+	var batch []*call
+	for {
+		select {
+		case <-l.kick:
+		case <-l.c.ctx.Done():
+			return
+		}
+		for {
+			batch = l.take(batch[:0])
+			if len(batch) == 0 {
+				break
+			}
+			l.exec(batch)
+			clear(batch)
+		}
+	}
+}
+
+// take moves up to maxBatch queued calls into batch, skipping those whose
+// callers left; when there are none it frees the slot.
+func (l *lane) take(batch []*call) []*call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := 0
+	for ; i < len(l.queue) && len(batch) < l.c.maxBatch; i++ {
+		if l.queue[i].state.CompareAndSwap(callQueued, callSent) {
+			batch = append(batch, l.queue[i])
+		}
+	}
+	n := copy(l.queue, l.queue[i:])
+	clear(l.queue[n:])
+	l.queue = l.queue[:n]
+	if len(batch) == 0 {
+		l.piped--
+	}
+	return batch
+}
+
+// exec sends batch and hands each call its reply.
+func (l *lane) exec(batch []*call) {
+	ctx, cancel := batchContext(l.c.ctx, batch)
+	cmds := make([]*redis.Cmd, len(batch))
+	l.send(ctx, batch, cmds)
+	cancel()
+	for i, cl := range batch {
+		cl.cmd = cmds[i]
+		close(cl.done)
+	}
+}
+
+// close fails the queued calls with ErrClosed.
+func (l *lane) close() {
+	l.mu.Lock()
+	l.closed = true
+	q := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	for _, cl := range q {
+		if cl.state.CompareAndSwap(callQueued, callSent) {
+			cl.cmd = errCmd(cl.ctx, ErrClosed)
+			close(cl.done)
+		}
+	}
+}
+
+// batchContext is the context of a pipeline: canceled when the Client
+// closes, and ending at the latest deadline of its callers (when all have
+// one), after which no one waits for its replies.
+func batchContext(base context.Context, batch []*call) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, cl := range batch {
+		d, ok := cl.ctx.Deadline()
+		if !ok {
+			return base, func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(base, latest)
+}
+
+// send sends calls to the node, one pipeline for several, and puts their
+// replies in cmds, in order. go-redis never re-sends them (a re-sent script
+// may run twice): every command goes with NoRetry. Calls that got NOSCRIPT
+// did not run: when their script is known it is loaded and only they are
+// re-sent, once. On a cluster, calls redirected with MOVED or ASK did not
+// run either, and are re-sent through the cluster client, which follows
+// the redirection.
+func (l *lane) send(ctx context.Context, calls []*call, cmds []*redis.Cmd) {
+	for i, cl := range calls {
+		cmds[i] = evalCmd(ctx, "evalsha", cl.sha, cl.keys, cl.args)
+	}
+	l.run(ctx, cmds)
+	var again []int
+	var loaded map[string]bool
+	for i, cmd := range cmds {
+		if !isNoScript(cmd.Err()) {
+			continue
+		}
+		src := calls[i].src
+		if src == "" {
+			src = l.c.source(calls[i].sha)
+		}
+		if src == "" {
+			continue // unknown: the caller's Script.Run falls back to Eval
+		}
+		if loaded == nil {
+			loaded = map[string]bool{}
+		}
+		ok, seen := loaded[calls[i].sha]
+		if !seen {
+			ok = l.node.ScriptLoad(ctx, src).Err() == nil
+			loaded[calls[i].sha] = ok
+		}
+		if ok && calls[i].ctx.Err() == nil {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		re := make([]*redis.Cmd, len(again))
+		for j, i := range again {
+			re[j] = evalCmd(ctx, "evalsha", calls[i].sha, calls[i].keys, calls[i].args)
+		}
+		l.run(ctx, re)
+		// Flushed again in between: send those few with their text.
+		var last []int
+		for j, i := range again {
+			cmds[i] = re[j]
+			if isNoScript(re[j].Err()) && calls[i].ctx.Err() == nil {
+				last = append(last, i)
+			}
+		}
+		if len(last) > 0 {
+			ev := make([]*redis.Cmd, len(last))
+			for j, i := range last {
+				src := calls[i].src
+				if src == "" {
+					src = l.c.source(calls[i].sha)
+				}
+				ev[j] = evalCmd(ctx, "eval", src, calls[i].keys, calls[i].args)
+			}
+			l.run(ctx, ev)
+			for j, i := range last {
+				cmds[i] = ev[j]
+			}
+		}
+	}
+	if l.c.cluster != nil {
+		for i, cmd := range cmds {
+			if isRedirect(cmd.Err()) {
+				cmds[i] = l.c.cluster.EvalSha(calls[i].ctx, calls[i].sha, calls[i].keys, calls[i].args...)
+			}
+		}
+	}
+}
+
+// run sends cmds to the node: one command on its own, several in one
+// pipeline; never re-sent by go-redis.
+func (l *lane) run(ctx context.Context, cmds []*redis.Cmd) {
+	if len(cmds) == 1 {
+		_ = l.node.Process(ctx, noRetry{cmds[0]})
+		return
+	}
+	p := l.node.Pipeline()
+	for _, cmd := range cmds {
+		_ = p.Process(ctx, noRetry{cmd})
+	}
+	_, _ = p.Exec(ctx) // each command carries its own error
+}
+
+// noRetry is a command go-redis does not re-send, alone or in a pipeline,
+// after a failure: a script whose reply was lost may have run.
+type noRetry struct{ *redis.Cmd }
+
+// NoRetry reports true.
+func (noRetry) NoRetry() bool { return true }
+
+// evalCmd builds EVALSHA (name "evalsha", payload the digest) or EVAL
+// (name "eval", payload the script) with keys and args, the command
+// go-redis's EvalSha and Eval build.
+func evalCmd(ctx context.Context, name, payload string, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
+	a[0], a[1], a[2] = name, payload, len(keys)
+	for i, k := range keys {
+		a[3+i] = k
+	}
+	a = appendArgs(a, args)
+	cmd := redis.NewCmd(ctx, a...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
+}
+
+// appendArgs appends args as go-redis does: a lone slice or map argument is
+// spread.
+func appendArgs(dst, args []any) []any {
+	if len(args) != 1 {
+		return append(dst, args...)
+	}
+	switch v := args[0].(type) {
+	case []any:
+		return append(dst, v...)
+	case []string:
+		for _, s := range v {
+			dst = append(dst, s)
+		}
+		return dst
+	case map[string]any:
+		for k, x := range v {
+			dst = append(dst, k, x)
+		}
+		return dst
+	case map[string]string:
+		for k, x := range v {
+			dst = append(dst, k, x)
+		}
+		return dst
+	}
+	return append(dst, args[0])
+}
+
+func errCmd(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
+}
+
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+func isRedirect(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	s := re.Error()
+	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ")
+}

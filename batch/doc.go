@@ -1,0 +1,71 @@
+// Package batch shares Redis round trips among concurrent rate-limit
+// decisions.
+//
+// Every strategy runs one script per decision, and most of what Redis spends
+// on a small script is per-command network work (a read and a write system
+// call), which a pipeline shares among its commands. A Client wraps a
+// go-redis client and is itself a redis.Scripter, so every strategy,
+// sharded, multilimit and the facade take it unchanged, with the same
+// decisions:
+//
+//	rdb, err := batch.New(redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true}))
+//	limiter, err := ratelimit.New(rdb, cfg)
+//	defer rdb.Close()
+//
+// # How it batches
+//
+// Script calls (EVALSHA) are queued per Redis node: one queue for a
+// *redis.Client, one per master of a *redis.ClusterClient (a call goes to
+// the master serving its first key's hash slot), one per shard of a
+// *redis.Ring. A call that finds nothing queued, no pipeline in flight and
+// fewer than MaxInFlight (8) calls in flight to its node is sent at once, on the caller's
+// goroutine, so a lone request never waits for a timer or a hand-off (the
+// caller must be able to abandon it: the node client has
+// ContextTimeoutEnabled, or the context has no done channel; otherwise it
+// goes through the queue). Any other call joins the queue, and the next
+// free slot sends everything queued (up to MaxBatch calls) as one pipeline,
+// with at most half of MaxInFlight (4) pipelines in flight. There is no
+// flush timer: a pipeline leaves as soon as a slot is free, and as load
+// grows pipelines grow with it.
+//
+// # Guarantees
+//
+//   - Each call gets its own reply, as if sent alone.
+//   - go-redis never re-sends a call (every command is marked NoRetry, so
+//     neither the client's MaxRetries nor a pipeline retry can run a
+//     decision twice). A call whose pipeline failed (connection lost,
+//     timeout) gets the error; it may or may not have run, exactly as
+//     without batching.
+//   - NOSCRIPT (scripts not loaded yet, SCRIPT FLUSH, a restart): a call
+//     that got NOSCRIPT did not run. When the Client knows the script
+//     (it saw it through Eval or ScriptLoad, which redis.Script.Run's
+//     fallback provides on first use), it loads it once per pipeline and
+//     re-sends only the calls that got NOSCRIPT; the others, which may have
+//     run, are never re-sent. On a cluster, calls redirected with MOVED or
+//     ASK did not run either and are re-sent through the cluster client.
+//   - A caller whose context ends returns at once with the context's
+//     error; if its call was still queued it is dropped, never sent (it
+//     spends no quota); if it was sent, its reply is discarded. The others
+//     in its pipeline are not held back.
+//   - Close fails queued calls with ErrClosed, cancels pipelines in flight
+//     and returns once the Client's goroutines (half of MaxInFlight per
+//     node, started on the first queued call) have exited.
+//   - At most MaxQueue calls wait per node; more fail at once with
+//     ErrQueueFull.
+//
+// # When to turn it on
+//
+// Batching pays when many decisions are in flight on one process at once
+// (tens of concurrent requests and up): measured on a real Redis at 64
+// concurrent callers, every strategy made 1.9 to 4.9 times the decisions
+// per second of a trivial EVALSHA sent directly (0.3 to 1.3 times without
+// batching), with a quarter to half the p99 and 0.4 to 0.55 of the Redis
+// CPU per decision (see the README's Batching section for the table). Up
+// to 8 concurrent callers per node nothing is queued and every call goes
+// out at once as without batching, at the cost of a mutex. It never
+// changes a decision, so it is safe to turn on everywhere.
+//
+// Only EVALSHA and EVAL with at least one key are batched (that is what the
+// strategies send); EvalRO, EvalShaRO, ScriptExists and ScriptLoad go to the
+// underlying client directly.
+package batch
