@@ -11,6 +11,7 @@
 -- Sliding log key: a sorted set, score = time in ms, member = small integer
 -- (see slidinglog.lua). Fixed window key: a hash {s = window start ms,
 -- c = units recorded in that window}.
+local unpack = table.unpack or unpack -- Lua 5.1 global; newer Lua has table.unpack only
 local n = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 if now < 0 then

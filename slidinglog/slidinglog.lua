@@ -7,6 +7,7 @@
 --
 -- (ARGV and TIME strings are turned into numbers by arithmetic, which is
 -- cheaper than tonumber.)
+local unpack = table.unpack or unpack -- Lua 5.1 global; newer Lua has table.unpack only
 local key = KEYS[1]
 local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
