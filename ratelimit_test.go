@@ -111,7 +111,10 @@ func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
 			for _, a := range ratelimit.Algorithms() {
 				for _, b := range ratelimit.Algorithms() {
 					for _, alg := range []ratelimit.Algorithm{a, b} {
-						l, err := ratelimit.New(c.rdb, ratelimit.Config{Algorithm: alg, Limit: 100, Window: time.Minute, Prefix: prefix})
+						// a long Timeout: the first EVAL of each script on a
+						// loaded machine can outlast the default 250ms, and a
+						// degraded decision would hide what Redis answered
+						l, err := ratelimit.New(c.rdb, ratelimit.Config{Algorithm: alg, Limit: 100, Window: time.Minute, Prefix: prefix, Timeout: 10 * time.Second})
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -98,13 +98,16 @@ func mustPolicies(t *testing.T, json string) ratelimit.Policies {
 }
 
 // testPolicies are the service's policies with every algorithm sliding_log
-// but search's, which is alg.
+// but search's, which is alg. Their timeout is long: a fresh redis-server
+// on a loaded machine can take longer than the default 250ms to answer its
+// first EVAL, and a timed-out decision would be the failure policy's, not
+// the one under test.
 func testPolicies(t *testing.T, alg ratelimit.Algorithm) ratelimit.Policies {
 	return mustPolicies(t, fmt.Sprintf(`{
-		"login":    {"algorithm": "sliding_log", "limit": 5, "window": "1m"},
-		"search":   {"algorithm": %q, "limit": 3, "window": "1m"},
-		"upload":   {"algorithm": "sliding_log", "limit": 10, "window": "1h"},
-		"upstream": {"algorithm": "sliding_log", "limit": 2, "window": "200ms"}
+		"login":    {"algorithm": "sliding_log", "limit": 5, "window": "1m", "timeout": "10s"},
+		"search":   {"algorithm": %q, "limit": 3, "window": "1m", "timeout": "10s"},
+		"upload":   {"algorithm": "sliding_log", "limit": 10, "window": "1h", "timeout": "10s"},
+		"upstream": {"algorithm": "sliding_log", "limit": 2, "window": "200ms", "timeout": "10s"}
 	}`, alg))
 }
 
