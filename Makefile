@@ -16,8 +16,9 @@ lint: ## gofmt, go vet and staticcheck on every module
 	test -z "$$(gofmt -l .)"
 	set -e; for d in $(MODULES); do echo "lint: ./$$d"; (cd $$d && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
 
-# the full comparison at the current commit, on a redis-server the report
-# starts (run it on a quiet machine; it takes about 30 minutes)
+# the full comparison at the current commit (the report prints it), on a
+# redis-server the report starts; about 5 minutes: run it on a quiet machine
+REPORT_FLAGS := -duration 150s -rounds 10 -local 1s -chart chart.svg -goals
 report: ## regenerate benchmarks/report.txt and benchmarks/chart.svg
-	go -C benchmarks run ./cmd/report -duration 150s -rounds 10 -local 1s -chart chart.svg -goals > benchmarks/report.txt.new
+	{ echo "# make report: go -C benchmarks run ./cmd/report $(REPORT_FLAGS)"; go -C benchmarks run ./cmd/report -q $(REPORT_FLAGS); } > benchmarks/report.txt.new
 	mv benchmarks/report.txt.new benchmarks/report.txt
