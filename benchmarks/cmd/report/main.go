@@ -213,7 +213,10 @@ func commit() string {
 		return ""
 	}
 	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+	// the report's own outputs (make report rewrites them) do not count
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--",
+		":/", ":(exclude,top)benchmarks/report.txt", ":(exclude,top)benchmarks/chart.svg").Output()
+	if err == nil && len(strings.TrimSpace(string(st))) > 0 {
 		c += " + uncommitted changes"
 	}
 	return c
