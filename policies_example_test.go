@@ -25,9 +25,9 @@ func ExampleParsePolicies() {
 	defer rdb.Close()
 
 	policies, err := ratelimit.ParsePolicies([]byte(`{
-		"login":  {"algorithm": "sliding_log", "limit": 2, "window": "1m", "on_failure": "closed"},
-		"search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200}
-	}`))
+		"login":  {"algorithm": "sliding_log", "limit": 2, "window": "1m", "on_failure": "closed", "timeout": "10s"},
+		"search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200, "timeout": "10s"}
+	}`)) // timeout: generous, so that the example never degrades on a loaded machine
 	if err != nil {
 		panic(err) // names the policy and the field
 	}

@@ -166,8 +166,9 @@ func TestSetGivesEachPolicyItsOwnKeys(t *testing.T) {
 			clock := conformance.NewClock(conformance.Epoch)
 			obs := &recorder{}
 			p := ratelimit.Policies{
-				"login":  {Algorithm: a, Limit: 2, Window: time.Minute},
-				"search": {Algorithm: a, Limit: 3, Window: time.Second, Prefix: "svc:"},
+				// Timeout: a first EVAL on a loaded machine can outlast the 250ms default
+				"login":  {Algorithm: a, Limit: 2, Window: time.Minute, Timeout: 10 * time.Second},
+				"search": {Algorithm: a, Limit: 3, Window: time.Second, Prefix: "svc:", Timeout: 10 * time.Second},
 			}
 			set, err := ratelimit.NewSet(rdb, p, ratelimit.WithClock(clock), ratelimit.WithObserver(obs))
 			if err != nil {
@@ -247,7 +248,7 @@ func TestSetSwapAlgorithm(t *testing.T) {
 		to := algs[(i+1)%len(algs)]
 		t.Run(string(from)+"->"+string(to), func(t *testing.T) {
 			for j, a := range []ratelimit.Algorithm{from, to} {
-				set, err := ratelimit.NewSet(rdb, ratelimit.Policies{"search": {Algorithm: a, Limit: 1, Window: time.Minute}}, ratelimit.WithClock(clock))
+				set, err := ratelimit.NewSet(rdb, ratelimit.Policies{"search": {Algorithm: a, Limit: 1, Window: time.Minute, Timeout: 10 * time.Second}}, ratelimit.WithClock(clock))
 				if err != nil {
 					t.Fatal(err)
 				}

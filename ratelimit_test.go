@@ -56,7 +56,8 @@ func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				clock := conformance.NewClock(conformance.Epoch)
-				cfg := ratelimit.Config{Algorithm: a, Limit: 3, Window: time.Second, Prefix: "t:"}
+				// Timeout: a first EVAL on a loaded machine can outlast the 250ms default
+				cfg := ratelimit.Config{Algorithm: a, Limit: 3, Window: time.Second, Prefix: "t:", Timeout: 10 * time.Second}
 				var l *ratelimit.Limiter
 				var err error
 				if local {
@@ -111,7 +112,10 @@ func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
 			for _, a := range ratelimit.Algorithms() {
 				for _, b := range ratelimit.Algorithms() {
 					for _, alg := range []ratelimit.Algorithm{a, b} {
-						l, err := ratelimit.New(c.rdb, ratelimit.Config{Algorithm: alg, Limit: 100, Window: time.Minute, Prefix: prefix})
+						// a long Timeout: the first EVAL of each script on a
+						// loaded machine can outlast the default 250ms, and a
+						// degraded decision would hide what Redis answered
+						l, err := ratelimit.New(c.rdb, ratelimit.Config{Algorithm: alg, Limit: 100, Window: time.Minute, Prefix: prefix, Timeout: 10 * time.Second})
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -2,13 +2,11 @@ module github.com/ratekit/ratelimit/benchmarks
 
 go 1.26.0
 
-replace github.com/ratekit/ratelimit => ../
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/mennanov/limiters v1.11.0
-	github.com/ratekit/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/ratekit/ratelimit v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/ulule/limiter/v3 v3.11.2
 	golang.org/x/sys v0.48.0

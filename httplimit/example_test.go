@@ -29,6 +29,7 @@ func Example() {
 
 	limiter, err := ratelimit.New(rdb, ratelimit.Config{
 		Name: "login", Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
+		Timeout: 10 * time.Second, // generous: the example must never degrade on a loaded machine
 	})
 	if err != nil {
 		panic(err)

@@ -34,12 +34,21 @@
 //   - w is the time, in whole seconds rounded up, in which the limit grants q
 //     units: Window when q is Limit, Window x q / Limit for a burst;
 //   - r is Result.Remaining, the units left after this request;
-//   - t is Result.ResetAfter in whole seconds rounded up: the time until the
-//     subject is back to full capacity;
+//   - t on an allowed response is Result.ResetAfter in whole seconds
+//     rounded up: the time until the subject is back to full capacity (for
+//     the sliding log, until its newest unit leaves the window; for the fixed
+//     window, the window's end; for the sliding counter, the end of the
+//     window by which its estimate is back to 0; for the token bucket and
+//     GCRA, until the bucket is full again);
 //   - Retry-After (denials only) is Result.RetryAfter in whole seconds
 //     rounded up, at least 1. A request that can never pass (its cost exceeds
 //     the capacity: RetryAfter is ratelimit.Never) is denied without
-//     Retry-After.
+//     Retry-After;
+//   - t on a denial with Retry-After is the same number as Retry-After: the
+//     draft (section 6) says Retry-After SHOULD NOT reference a point earlier
+//     than the end of the effective window, and the window that matters to
+//     the denied client ends when that request can pass, usually long before
+//     the subject is back to full capacity.
 //
 // The legacy X-RateLimit-Reset is t, in seconds from now (not a Unix time).
 // The partition key parameter (pk) is never sent: it would echo the subject.
@@ -360,6 +369,9 @@ func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
 	if !res.Degraded {
 		rem = min(max(res.Remaining, 0), maxSFInteger)
 		t = ceilSeconds(res.ResetAfter)
+		if !res.Allowed && res.RetryAfter != ratelimit.Never {
+			t = retryAfterSeconds(res.RetryAfter) // draft-11 section 6: the window ends no later than Retry-After
+		}
 		h.Set("RateLimit", m.name+";r="+strconv.FormatInt(rem, 10)+";t="+strconv.FormatInt(t, 10))
 	}
 	if m.legacy {
@@ -370,8 +382,14 @@ func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
 		}
 	}
 	if !res.Allowed && res.RetryAfter != ratelimit.Never {
-		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(res.RetryAfter), 1), 10))
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(res.RetryAfter), 10))
 	}
+}
+
+// retryAfterSeconds is the Retry-After value of a denial: RetryAfter in
+// whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) int64 {
+	return max(ceilSeconds(d), 1)
 }
 
 // ceilSeconds returns d in whole seconds, rounded up, within [0, maxSFInteger].

@@ -112,14 +112,15 @@ func TestHeadersAllowedAndDenied(t *testing.T) {
 			w2.legacyLimit, w2.legacyRemain, w2.legacyReset = lg("2", "0", "60")
 			check(t, "request 2", do(h, req{}), w2)
 
-			// the oldest unit leaves in 49.5s: Retry-After rounds up
-			w3 := want{status: 429, policy: `"login";q=2;w=60`, rateLimit: `"login";r=0;t=60`, retry: "50"}
-			w3.legacyLimit, w3.legacyRemain, w3.legacyReset = lg("2", "0", "60")
+			// the oldest unit leaves in 49.5s: Retry-After rounds up, and t
+			// says the same (draft-11 section 6), not the 60s to full capacity
+			w3 := want{status: 429, policy: `"login";q=2;w=60`, rateLimit: `"login";r=0;t=50`, retry: "50"}
+			w3.legacyLimit, w3.legacyRemain, w3.legacyReset = lg("2", "0", "50")
 			check(t, "request 3", do(h, req{}), w3)
 
 			clock.Advance(49 * time.Second) // 0.5s to go: still 1 whole second
-			w4 := want{status: 429, policy: `"login";q=2;w=60`, rateLimit: `"login";r=0;t=11`, retry: "1"}
-			w4.legacyLimit, w4.legacyRemain, w4.legacyReset = lg("2", "0", "11")
+			w4 := want{status: 429, policy: `"login";q=2;w=60`, rateLimit: `"login";r=0;t=1`, retry: "1"}
+			w4.legacyLimit, w4.legacyRemain, w4.legacyReset = lg("2", "0", "1")
 			check(t, "request 4", do(h, req{}), w4)
 
 			clock.Advance(500 * time.Millisecond)
@@ -153,9 +154,15 @@ func TestHeadersEveryAlgorithm(t *testing.T) {
 				do(h, req{})
 			}
 			w = do(h, req{})
-			if w.Code != 429 || w.Header().Get("Retry-After") == "" || !strings.HasPrefix(w.Header().Get("RateLimit"), `"search";r=0;t=`) {
+			ra := w.Header().Get("Retry-After")
+			if w.Code != 429 || ra == "" || !strings.HasPrefix(w.Header().Get("RateLimit"), `"search";r=0;t=`) {
 				t.Errorf("request %d: %d, Retry-After %q, RateLimit %q; want 429 with Retry-After and r=0",
-					q+1, w.Code, w.Header().Get("Retry-After"), w.Header().Get("RateLimit"))
+					q+1, w.Code, ra, w.Header().Get("RateLimit"))
+			}
+			// draft-11 section 6: Retry-After must not end before the
+			// effective window, so a denial's t is Retry-After itself
+			if want := `"search";r=0;t=` + ra; w.Header().Get("RateLimit") != want {
+				t.Errorf("denial: RateLimit %q with Retry-After %q; want %q", w.Header().Get("RateLimit"), ra, want)
 			}
 		})
 	}

@@ -1,43 +1,106 @@
 #!/usr/bin/env bash
-# Runs the whole test suite, real Redis included: installs redis-server from
-# Debian's packages when it is missing, then runs vet and the race-enabled
-# tests. The tests start their own redis-server processes (standalone and a
-# 3-node cluster) on free loopback ports and stop them afterwards; they never
-# touch a Redis someone else runs.
+# Runs the whole test suite, real Redis included, in steps:
+#
+#   1. redis-server: the one on PATH (or $REDIS_SERVER), which must be 7.0 or
+#      newer; when there is none, Debian's redis-server package is installed.
+#   2. gofmt on every Go file.
+#   3. every module of the repository (every go.mod, nested ones included,
+#      found anew on each run): go vet, staticcheck, then the race-enabled
+#      tests, without the mutation check.
+#   4. the mutation check (propertytests TestMutants), on its own time budget:
+#      it builds and runs the property tests once per deliberate bug, which
+#      takes minutes of CPU.
+#
+# The tests start their own redis-server processes (standalone and a 3-node
+# cluster) on free loopback ports and stop them afterwards; they never touch a
+# Redis someone else runs.
+#
+# Environment: REDIS_SERVER (path of the redis-server to use), TEST_TIMEOUT
+# (per test binary, default 15m), MUTANTS_TIMEOUT (default 30m),
+# SKIP_MUTANTS=1 (leave step 4 out, for a quick local run; CI never sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  echo "test.sh: redis-server not found; installing Debian's redis-server package" >&2
+STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; bump deliberately
+TEST_TIMEOUT=${TEST_TIMEOUT:-15m}
+MUTANTS_TIMEOUT=${MUTANTS_TIMEOUT:-30m}
+start=$(date +%s)
+step() { echo "test.sh: [$(($(date +%s) - start))s] $*"; }
+
+# 1. Redis
+if [ -z "${REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
+  echo "test.sh: redis-server not found; installing Debian's redis-server package." >&2
+  echo "test.sh: note: on a host with systemd that package also starts a system Redis on 127.0.0.1:6379" >&2
+  echo "test.sh: (stop it with: systemctl disable --now redis-server). The tests never use it: they start their own." >&2
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
   elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
   else
     echo "test.sh: cannot install redis-server (not root, no passwordless sudo)." >&2
-    echo "test.sh: install it yourself (apt-get install redis-server) and run this again; the tests need a real Redis and never skip it." >&2
+    echo "test.sh: install Redis 7.0 or newer yourself (apt-get install redis-server, or set REDIS_SERVER=/path/to/redis-server) and run this again; the tests need a real Redis and never skip it." >&2
     exit 1
   fi
   command -v redis-server >/dev/null 2>&1 || { echo "test.sh: redis-server still missing after install" >&2; exit 1; }
 fi
-echo "test.sh: using $(redis-server --version | cut -d' ' -f1-3)"
+redis_bin=${REDIS_SERVER:-$(command -v redis-server)}
+redis_version=$("$redis_bin" --version | sed -n 's/.* v=\([0-9][0-9.]*\).*/\1/p')
+redis_major=${redis_version%%.*}
+if [ -z "$redis_major" ] || [ "$redis_major" -lt 7 ]; then
+  echo "test.sh: $redis_bin is Redis ${redis_version:-of unknown version}; the tests need 7.0 or newer" >&2
+  echo "test.sh: (the cluster helper uses Redis 7's cluster commands; Debian 11 and Ubuntu 22.04 ship 6.x)." >&2
+  echo "test.sh: install 7.x (Debian 12, Ubuntu 24.04, or redis.io's packages) or point REDIS_SERVER at one." >&2
+  exit 1
+fi
+step "using $redis_bin, Redis $redis_version"
 
-gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+# 2. gofmt
+gofmt_out=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$gofmt_out" ]; then
   echo "test.sh: gofmt would change: $gofmt_out" >&2
   exit 1
 fi
-# the root module, then each nested module (benchmarks/, ratelimitotel/ ...)
+
+# staticcheck, pinned: installed into GOBIN (or GOPATH/bin) when missing
+gobin=$(go env GOBIN)
+[ -n "$gobin" ] || gobin="$(go env GOPATH)/bin"
+staticcheck="$gobin/staticcheck"
+if ! "$staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; then
+  step "installing staticcheck $STATICCHECK_VERSION"
+  go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
+
+# 3. every module: the root, benchmarks/, ratelimitotel/ and any other go.mod.
+# Modules are developed together through go.work; a module that go.work does
+# not list yet runs on its own go.mod (GOWORK=off), with a warning.
 # Every module runs even when an earlier one failed; the exit code says
 # whether all passed.
+workspace=$(go work edit -json 2>/dev/null | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p' | sed 's|^\./||; s|/$||; s|^$|.|')
 failed=""
-for mod in $(git ls-files 'go.mod' '*/go.mod' 2>/dev/null || echo go.mod); do
+for mod in $(git ls-files --cached --others --exclude-standard 'go.mod' '*/go.mod' 2>/dev/null || echo go.mod); do
   dir=$(dirname "$mod")
-  echo "test.sh: module ./$dir"
-  (cd "$dir" && go vet ./... && go test -race -shuffle=on -count=1 ./...) || failed="$failed ./$dir"
+  gowork=""
+  if ! printf '%s\n' $workspace | grep -qxF "$dir"; then
+    echo "test.sh: warning: ./$dir is not in go.work (add it: go work use ./$dir); testing it on its own go.mod" >&2
+    gowork=off
+  fi
+  step "module ./$dir: vet, staticcheck, tests"
+  (cd "$dir" && if [ -n "$gowork" ]; then export GOWORK=off; fi &&
+    go vet ./... &&
+    "$staticcheck" ./... &&
+    go test -race -shuffle=on -count=1 -timeout "$TEST_TIMEOUT" -skip '^TestMutants$' ./...) || failed="$failed ./$dir"
 done
+
+# 4. the mutation check
+if [ "${SKIP_MUTANTS:-}" = 1 ]; then
+  step "mutation check left out (SKIP_MUTANTS=1)"
+else
+  step "mutation check (budget $MUTANTS_TIMEOUT)"
+  go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests || failed="$failed mutation-check"
+fi
+
 if [ -n "$failed" ]; then
-  echo "test.sh: FAILED in module(s):$failed" >&2
+  echo "test.sh: FAILED in:$failed (after $(($(date +%s) - start))s)" >&2
   exit 1
 fi
-echo "test.sh: all modules passed"
+step "all modules passed"

@@ -15,6 +15,10 @@
 //	POST /upload  policy "upload", per X-API-Key, costing one unit per KiB of body
 //	GET  /report  paces its upstream calls with policy "upstream" and Wait
 //	GET  /healthz unlimited
+//
+// SIGINT (Ctrl-C) or SIGTERM (what container runtimes and systemd send)
+// stops it gracefully: it stops accepting connections and lets the requests
+// in flight finish, for at most 5 seconds.
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -207,6 +212,7 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 		return err
 	case <-ctx.Done():
 	}
+	logger.Printf("shutting down: finishing the requests in flight")
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
@@ -215,11 +221,16 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	logger.Printf("stopped")
 	return nil
 }
 
+// stopSignals end the service gracefully: Ctrl-C, and the signal that
+// container runtimes, systemd and kill send by default.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "service:", err)

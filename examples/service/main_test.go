@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,13 +98,16 @@ func mustPolicies(t *testing.T, json string) ratelimit.Policies {
 }
 
 // testPolicies are the service's policies with every algorithm sliding_log
-// but search's, which is alg.
+// but search's, which is alg. Their timeout is long: a fresh redis-server
+// on a loaded machine can take longer than the default 250ms to answer its
+// first EVAL, and a timed-out decision would be the failure policy's, not
+// the one under test.
 func testPolicies(t *testing.T, alg ratelimit.Algorithm) ratelimit.Policies {
 	return mustPolicies(t, fmt.Sprintf(`{
-		"login":    {"algorithm": "sliding_log", "limit": 5, "window": "1m"},
-		"search":   {"algorithm": %q, "limit": 3, "window": "1m"},
-		"upload":   {"algorithm": "sliding_log", "limit": 10, "window": "1h"},
-		"upstream": {"algorithm": "sliding_log", "limit": 2, "window": "200ms"}
+		"login":    {"algorithm": "sliding_log", "limit": 5, "window": "1m", "timeout": "10s"},
+		"search":   {"algorithm": %q, "limit": 3, "window": "1m", "timeout": "10s"},
+		"upload":   {"algorithm": "sliding_log", "limit": 10, "window": "1h", "timeout": "10s"},
+		"upstream": {"algorithm": "sliding_log", "limit": 2, "window": "200ms", "timeout": "10s"}
 	}`, alg))
 }
 
@@ -315,5 +322,71 @@ func TestRun(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"-policies", "/nonexistent/policies.json"}, io.Discard, nil); err == nil {
 		t.Fatal("run with a missing -policies file: no error")
+	}
+}
+
+// TestMain lets TestStopSignals run this test binary as the service itself.
+func TestMain(m *testing.M) {
+	if os.Getenv("RATELIMIT_SERVICE_MAIN") == "1" {
+		os.Args = []string{"service", "-listen", "127.0.0.1:0"}
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestStopSignals runs the program as a process and stops it with each
+// signal a user or a container runtime sends: it must shut down gracefully
+// (exit 0, after Shutdown), not die of the signal.
+func TestStopSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "RATELIMIT_SERVICE_MAIN=1")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			lines := make(chan string, 100)
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			var logs []string
+			addr := ""
+			for addr == "" {
+				l, ok := <-lines
+				if !ok {
+					t.Fatalf("the service ended before listening; log:\n%s", strings.Join(logs, "\n"))
+				}
+				logs = append(logs, l)
+				if _, rest, found := strings.Cut(l, "listening on http://"); found {
+					addr, _, _ = strings.Cut(rest, " ")
+				}
+			}
+			c := client{t: t, url: "http://" + addr}
+			if r := c.do("GET", "/healthz", nil); r.status != 200 {
+				t.Fatalf("healthz: %d", r.status)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			for l := range lines {
+				logs = append(logs, l)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("after %v: %v, want exit status 0; log:\n%s", sig, err, strings.Join(logs, "\n"))
+			}
+			if !strings.Contains(strings.Join(logs, "\n"), "shutting down") {
+				t.Errorf("after %v: no graceful shutdown in the log:\n%s", sig, strings.Join(logs, "\n"))
+			}
+		})
 	}
 }

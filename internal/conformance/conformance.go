@@ -114,11 +114,11 @@ var cases = []testCase{
 		}
 	}},
 	{"denied requests are not recorded", func(t *testing.T, s Subject) {
-		st, clock := build(t, s, strategy.PerSecond(3))
+		st, clock := build(t, s, perWindow(3))
 		allowN(t, st, "k", 3)
 		first := allowN(t, st, "k", 1)
 		if first.Allowed {
-			t.Fatalf("4th request of 3/s = %+v, want denied", first)
+			t.Fatalf("4th request of 3 per window = %+v, want denied", first)
 		}
 		// hammer while denied until RetryAfter has passed (see hammerStep)
 		waited := time.Duration(0)
@@ -138,11 +138,11 @@ var cases = []testCase{
 	{"RetryAfter is honest for n=1 and n>1", func(t *testing.T, s Subject) {
 		for _, n := range []int64{1, 3, 10} {
 			t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-				st, clock := build(t, s, strategy.PerSecond(10))
-				// spread 10 units over 900ms
+				st, clock := build(t, s, perWindow(10))
+				// spread 10 units over 0.9 window
 				for i := 0; i < 10; i++ {
 					allowN(t, st, "k", 1)
-					clock.Advance(100 * time.Millisecond)
+					clock.Advance(window / 10)
 				}
 				r := allowN(t, st, "k", n)
 				for r.Allowed { // some algorithms refill meanwhile: use it up
@@ -201,11 +201,11 @@ var cases = []testCase{
 		}
 	}},
 	{"Remaining is what is then allowed", func(t *testing.T, s Subject) {
-		st, clock := build(t, s, strategy.PerSecond(20))
+		st, clock := build(t, s, perWindow(20))
 		for _, step := range []struct {
 			n       int64
 			advance time.Duration
-		}{{5, 10 * time.Millisecond}, {9, 333 * time.Millisecond}, {3, 501 * time.Millisecond}, {6, 77 * time.Millisecond}} {
+		}{{5, window / 100}, {9, window * 333 / 1000}, {3, window * 501 / 1000}, {6, window * 77 / 1000}} {
 			allowN(t, st, "k", step.n)
 			clock.Advance(step.advance)
 			p := peek(t, st, "k")
@@ -220,9 +220,9 @@ var cases = []testCase{
 		}
 	}},
 	{"ResetAfter brings back full capacity", func(t *testing.T, s Subject) {
-		st, clock := build(t, s, strategy.PerSecond(4))
+		st, clock := build(t, s, perWindow(4))
 		allowN(t, st, "k", 1)
-		clock.Advance(250 * time.Millisecond)
+		clock.Advance(window / 4)
 		r := allowN(t, st, "k", 3)
 		if !r.Allowed || r.ResetAfter <= 0 {
 			t.Fatalf("AllowN(3) = %+v, want allowed with ResetAfter > 0", r)

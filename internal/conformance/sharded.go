@@ -18,6 +18,18 @@ import (
 // single units are allowed up to the capacity and no further, Peek is
 // exact, RetryAfter and ResetAfter are honest, denials record nothing.
 
+// window is the limits' window in the cases that move the manual clock.
+// A real Redis expires keys on its own clock, whatever clock the strategy
+// reads: a key written with a TTL of one second of manual time lives one
+// second of real time, which a loaded machine can spend between two calls
+// of one case (and the case then sees a subject it thinks full come back
+// empty). A minute keeps every key alive through a case; the clock moves
+// in fractions of it.
+const window = time.Minute
+
+// perWindow is a limit of n units per window.
+func perWindow(n int64) strategy.Limit { return strategy.Limit{Limit: n, Window: window} }
+
 // hammerStep is how far the clock moves between two denied requests of a
 // client hammering until retry has passed, waited into it: a hundredth of
 // retry (at least 1 ms), and a last step to 1 ms before retry, so the edge
@@ -86,15 +98,15 @@ var shardedCases = []testCase{
 		}
 	}},
 	{"sharded: denied requests are not recorded", func(t *testing.T, s Subject) {
-		st, clock := build(t, s, strategy.PerSecond(3))
+		st, clock := build(t, s, perWindow(3))
 		for i := 0; i < 3; i++ {
 			if r := allowN(t, st, "k", 1); !r.Allowed {
-				t.Fatalf("unit %d of 3/s = %+v, want allowed", i+1, r)
+				t.Fatalf("unit %d of 3 per window = %+v, want allowed", i+1, r)
 			}
 		}
 		first := allowN(t, st, "k", 1)
 		if first.Allowed || first.RetryAfter <= 0 {
-			t.Fatalf("4th unit of 3/s = %+v, want denied with RetryAfter > 0", first)
+			t.Fatalf("4th unit of 3 per window = %+v, want denied with RetryAfter > 0", first)
 		}
 		waited := time.Duration(0)
 		for waited < first.RetryAfter {
@@ -113,10 +125,10 @@ var shardedCases = []testCase{
 		small, _ := shares(s, 10)
 		for _, n := range []int64{1, small} {
 			t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-				st, clock := build(t, s, strategy.PerSecond(10))
+				st, clock := build(t, s, perWindow(10))
 				for i := 0; i < 10; i++ {
 					allowN(t, st, "k", 1)
-					clock.Advance(100 * time.Millisecond)
+					clock.Advance(window / 10)
 				}
 				r := allowN(t, st, "k", n)
 				for r.Allowed {
@@ -159,12 +171,12 @@ var shardedCases = []testCase{
 		}
 	}},
 	{"sharded: Peek's Remaining is what is then allowed, unit by unit", func(t *testing.T, s Subject) {
-		st, clock := build(t, s, strategy.PerSecond(20))
+		st, clock := build(t, s, perWindow(20))
 		small, _ := shares(s, 20)
 		for _, step := range []struct {
 			n       int64
 			advance time.Duration
-		}{{5, 10 * time.Millisecond}, {9, 333 * time.Millisecond}, {3, 501 * time.Millisecond}, {6, 77 * time.Millisecond}} {
+		}{{5, window / 100}, {9, window * 333 / 1000}, {3, window * 501 / 1000}, {6, window * 77 / 1000}} {
 			allowN(t, st, "k", min(step.n, small))
 			clock.Advance(step.advance)
 			p := peek(t, st, "k")
@@ -179,9 +191,9 @@ var shardedCases = []testCase{
 		}
 	}},
 	{"sharded: Peek's ResetAfter brings back full capacity", func(t *testing.T, s Subject) {
-		st, clock := build(t, s, strategy.PerSecond(4))
+		st, clock := build(t, s, perWindow(4))
 		allowN(t, st, "k", 1)
-		clock.Advance(250 * time.Millisecond)
+		clock.Advance(window / 4)
 		for i := 0; i < 3; i++ {
 			if r := allowN(t, st, "k", 1); !r.Allowed || r.ResetAfter <= 0 {
 				t.Fatalf("unit %d = %+v, want allowed with ResetAfter > 0", i+2, r)

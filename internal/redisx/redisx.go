@@ -143,7 +143,7 @@ func ResultOf(allowed bool, capacity, remaining, retryMs, resetMs int64) strateg
 
 // delScript deletes its keys. Strategies take a redis.Scripter, which has no
 // DEL, so Reset goes through a script too.
-var delScript = redis.NewScript(`return redis.call('DEL', unpack(KEYS))`)
+var delScript = redis.NewScript(`local unpack = table.unpack or unpack; return redis.call('DEL', unpack(KEYS))`)
 
 // Del deletes keys (which must share a hash slot on a cluster).
 func Del(ctx context.Context, rdb redis.Scripter, keys ...string) error {

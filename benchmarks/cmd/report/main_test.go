@@ -128,46 +128,111 @@ func keys(m map[string]report.Row) []string {
 	return k
 }
 
-// TestReportOnMiniredis runs the default report (no server) once and checks
-// both outputs: the tables on stdout and the JSON beside them.
+// TestReportOnMiniredis runs the precision-only report (no server) once and
+// checks both outputs: the tables on stdout and the JSON beside them.
 func TestReportOnMiniredis(t *testing.T) {
 	jsonFile := filepath.Join(t.TempDir(), "report.json")
-	out, _ := runReport(t, "-json-file", jsonFile)
-	for _, want := range []string{"floor", "dec/s c=1", "x floor", "prec boundary", "goals:", "notes:"} {
+	out, _ := runReport(t, "-miniredis", "-json-file", jsonFile)
+	checkPrecisionOnly(t, out)
+	js, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decode(t, string(js))
+	if r.Backend != "miniredis" || !r.Precise {
+		t.Errorf("backend %q, precision only %v; want miniredis, true", r.Backend, r.Precise)
+	}
+	rows := rowsByName(r)
+	for _, a := range targets.Names() {
+		rw, ok := rows[string(a)]
+		if !ok {
+			t.Errorf("row %q missing", a)
+			continue
+		}
+		if len(rw.Speed) != 0 || rw.BytesAfterLimit != nil {
+			t.Errorf("row %q: speed %v, bytes %v on miniredis; want neither measured", a, rw.Speed, rw.BytesAfterLimit)
+		}
+		if rw.PrecisionBoundary == nil || rw.PrecisionBurstSteady == nil || *rw.PrecisionBoundary < 1 {
+			t.Errorf("row %q: precision %v, %v; want measured, >= 1", a, rw.PrecisionBoundary, rw.PrecisionBurstSteady)
+		}
+		if rw.Local == nil || rw.Local.AllowedNanos <= 0 {
+			t.Errorf("row %q: in-process twin not measured: %+v", a, rw.Local)
+		}
+	}
+	if rw, ok := rows["sliding_log"]; ok && rw.PrecisionBoundary != nil && (*rw.PrecisionBoundary != 1 || *rw.PrecisionBurstSteady != 1) {
+		t.Errorf("sliding_log precision %.3f, %.3f; want exactly 1 (it is exact)", *rw.PrecisionBoundary, *rw.PrecisionBurstSteady)
+	}
+	if len(r.Goals) != 0 {
+		t.Errorf("%d goals without -goals; want none", len(r.Goals))
+	}
+}
+
+// checkPrecisionOnly checks the table of a run without a real Redis: it
+// says so plainly, and ranks nothing on speed or memory.
+func checkPrecisionOnly(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{"NO REAL REDIS", "need a real Redis", "boundary burst", "legend:", "which to pick", "sliding_log (never above the limit)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("precision-only table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"decisions/s", "vs floor", "Most decisions per second", "Least memory", "targets (-goals)"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("precision-only table shows %q:\n%s", bad, out)
+		}
+	}
+}
+
+// TestReportFallsBackWithoutRedis: with no redis-server to start, the
+// default run says so and measures precision on miniredis.
+func TestReportFallsBackWithoutRedis(t *testing.T) {
+	t.Setenv("REDIS_SERVER", filepath.Join(t.TempDir(), "no-redis-server"))
+	out, stderr := runReport(t, "-only", "sliding_log,fixed_window", "-peers=false")
+	if !strings.Contains(stderr, "no redis-server") {
+		t.Errorf("stderr %q; want it to say no redis-server was found", stderr)
+	}
+	if !strings.Contains(out, "NO REAL REDIS") || strings.Contains(out, "decisions/s") {
+		t.Errorf("fallback table does not say it has no real Redis, or shows speed:\n%s", out)
+	}
+}
+
+func TestReportHelpSaysWhatItDoes(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Errorf("-h: exit %d, want 0", code)
+	}
+	if !strings.HasPrefix(stderr.String(), "report measures every rate-limiting strategy") || !strings.Contains(stderr.String(), "-miniredis") {
+		t.Errorf("-h starts %q; want what the tool does first, then the flags", tail(stderr.String(), 200))
+	}
+}
+
+func tail(s string, n int) string { return s[:min(len(s), n)] }
+
+// TestReportOnRealRedis: the plain command (no backend flag) starts its own
+// redis-server and measures everything there, peers included.
+func TestReportOnRealRedis(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "chart.svg")
+	jsonFile := filepath.Join(t.TempDir(), "report.json")
+	out, _ := runReport(t, "-json-file", jsonFile, "-chart", chart, "-goals")
+	for _, want := range []string{"server:   redis ", "started by the report on 127.0.0.1:", "decisions/s, 1 caller", "vs floor",
+		"bytes after limit", "legend:", "which to pick", "Least memory per subject", "the project's own targets (-goals)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	for _, a := range targets.Names() {
-		if !strings.Contains(out, string(a)) {
-			t.Errorf("table lacks strategy %q:\n%s", a, out)
-		}
+	if strings.Contains(out, "NO REAL REDIS") {
+		t.Errorf("real-Redis table says it had none:\n%s", out)
 	}
 	js, err := os.ReadFile(jsonFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := decode(t, string(js))
-	if r.Backend != "miniredis" {
-		t.Errorf("backend %q, want miniredis by default", r.Backend)
-	}
-	rows := checkCommon(t, r)
-	for name, rw := range rows {
-		if rw.BytesAfterLimit != nil || (rw.Kind == "ours" && rw.MemoryNote != "n/a on miniredis") {
-			t.Errorf("row %q: memory %v (%q) on miniredis, want n/a", name, rw.BytesAfterLimit, rw.MemoryNote)
-		}
+	if r.Backend != "redis" || !strings.HasPrefix(r.Server, "redis ") || !strings.Contains(r.Origin, "started by the report") {
+		t.Errorf("backend %q server %q origin %q, want a real redis the report started", r.Backend, r.Server, r.Origin)
 	}
 	if len(r.Goals) == 0 {
-		t.Error("no goals in the report")
-	}
-}
-
-func TestReportOnRealRedis(t *testing.T) {
-	chart := filepath.Join(t.TempDir(), "chart.svg")
-	out, _ := runReport(t, "-start-redis", "-json", "-chart", chart)
-	r := decode(t, out)
-	if r.Backend != "redis" || !strings.HasPrefix(r.Server, "redis ") {
-		t.Errorf("backend %q server %q, want a real redis", r.Backend, r.Server)
+		t.Error("-goals: no goals in the report")
 	}
 	rows := checkCommon(t, r)
 	for name, rw := range rows {
@@ -259,7 +324,7 @@ func TestReportOnCluster(t *testing.T) {
 
 func TestReportRejectsChartWithoutMemory(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), append(append([]string{}, tiny...), "-chart", filepath.Join(t.TempDir(), "c.svg")), &stdout, &stderr)
+	code := run(context.Background(), append(append([]string{}, tiny...), "-miniredis", "-chart", filepath.Join(t.TempDir(), "c.svg")), &stdout, &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "real Redis") {
 		t.Errorf("-chart on miniredis: exit %d, stderr %q; want a failure naming the need for a real Redis", code, stderr.String())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,14 +220,23 @@ func (b *backend) findMasters(ctx context.Context, o Options) error {
 	c := b.admin.(*redis.ClusterClient)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		slots, err := c.ClusterSlots(ctx).Result()
+		shards, err := c.ClusterShards(ctx).Result() // Redis >= 7.0; CLUSTER SLOTS is deprecated
 		if err == nil {
-			covered := 0
+			covered := int64(0)
 			addrs := map[string]bool{}
-			for _, s := range slots {
-				covered += s.End - s.Start + 1
-				if len(s.Nodes) > 0 {
-					addrs[s.Nodes[0].Addr] = true
+			for _, s := range shards {
+				for _, n := range s.Nodes {
+					if n.Role != "master" || n.Health != "online" || len(s.Slots) == 0 {
+						continue
+					}
+					for _, r := range s.Slots {
+						covered += r.End - r.Start + 1
+					}
+					host := n.IP
+					if host == "" {
+						host = n.Endpoint
+					}
+					addrs[net.JoinHostPort(host, strconv.FormatInt(n.Port, 10))] = true
 				}
 			}
 			if covered == 16384 {

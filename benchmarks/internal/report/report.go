@@ -39,6 +39,7 @@ type Options struct {
 	LocalDuration time.Duration // per local twin and path; default 300ms; < 0 skips
 	SubjectBytes  int           // length of the memory probes' subjects; default 6
 	Only          []string      // measure only targets with these names (the floor always)
+	PrecisionOnly bool          // skip speed and memory (on miniredis they would mislead)
 	Progress      io.Writer     // progress lines; nil for none
 }
 
@@ -75,7 +76,10 @@ func (o *Options) defaults() {
 // Report is the outcome of a run; its JSON form is the -json output.
 type Report struct {
 	Backend  string   `json:"backend"`
-	Server   string   `json:"server"` // "redis 7.0.15", "miniredis"
+	Server   string   `json:"server"`           // "redis 7.0.15", "miniredis"
+	Origin   string   `json:"origin,omitempty"` // how the server came to be: "started by the report on 127.0.0.1:40123"
+	Commit   string   `json:"commit,omitempty"` // the commit the report ran at, "+ changes" when the tree was not clean
+	Precise  bool     `json:"precision_only,omitempty"`
 	Machine  Machine  `json:"machine"`
 	Workload Workload `json:"workload"`
 	Rows     []Row    `json:"rows"`
@@ -203,12 +207,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	start := time.Now()
-	if err := runSpeed(ctx, o, b, ts, r); err != nil {
-		return nil, err
+	r.Precise = o.PrecisionOnly
+	if !o.PrecisionOnly {
+		if err := runSpeed(ctx, o, b, ts, r); err != nil {
+			return nil, err
+		}
 	}
 	r.Machine.SpeedMillis = time.Since(start).Milliseconds()
 	r.Machine.LoadAfter = loadAvg()
-	if b.real() {
+	if b.real() && !o.PrecisionOnly {
 		runMemory(ctx, o, b, ts, r)
 		runMemoryAtLimits(ctx, o, b, r)
 	} else {
@@ -258,20 +265,25 @@ func loadAvg() string {
 }
 
 func notes(o Options, b *backend) []string {
-	n := []string{
-		"ratio = decisions/s of the row / decisions/s of the floor at the same concurrency; the cells were measured in " +
-			"interleaved slices (every round visits every cell, in a rotated order), so machine noise hits all rows alike",
-		"round trips counted by a client hook; commands per decision include the EVALSHA itself and every command a script calls",
-		"precision = the most units allowed in any sliding window of the limit's length / the limit, worst over the probe's variants; " +
+	var n []string
+	if !o.PrecisionOnly {
+		n = append(n,
+			"ratio = decisions/s of the row / decisions/s of the floor at the same concurrency; the cells were measured in "+
+				"interleaved slices (every round visits every cell, in a rotated order), so machine noise hits all rows alike",
+			"round trips counted by a client hook; commands per decision include the EVALSHA itself and every command a script calls")
+	}
+	n = append(n,
+		"precision = the most units allowed in any sliding window of the limit's length / the limit, worst over the probe's variants; "+
 			"probes run on an embedded miniredis with a controlled clock (client clock, server TIME via SetTime, TTLs via FastForward), so they are deterministic",
 		"local = the in-process twin (the strategy NewLocal builds, called directly), one goroutine, one warm subject: allowed path with a client clock stepping 0.99 Window/Limit per decision (about 99% allowed, the state never lapses), denied path on an exhausted subject; ns = CPU time of the loop's thread / decisions (so other processes do not count); allocations = the process's mallocs over the loop / decisions",
-	}
+	)
 	if b.real() {
 		n = append(n, fmt.Sprintf("bytes = MEMORY USAGE ... SAMPLES 0 summed over the keys of one %d-byte subject, after 10 and after limit decisions at once; "+
 			"a string key costs 48 bytes plus its name's allocation (56 for names of 7-14 bytes, 72 for 15-30), so the subject's length moves every row alike (-subject-bytes)", o.SubjectBytes),
 			"Redis CPU = delta of used_cpu_sys + used_cpu_user over the slices / decisions; it includes the server's network work")
 	} else {
-		n = append(n, "miniredis runs in this process: speed ratios are indicative only; memory and Redis CPU are n/a (use -redis or -start-redis)")
+		n = append(n, "precision only: miniredis runs in this process and interprets Lua in Go, so its speed says nothing about Redis's; "+
+			"speed, memory and Redis CPU were not measured (they need a real redis-server)")
 	}
 	if !o.Peers {
 		n = append(n, "peers not measured (-peers=false)")

@@ -1,0 +1,173 @@
+package repotest
+
+// TestReadmeSnippetsCompile builds every Go snippet of README.md. The
+// convention, for whoever adds a section:
+//
+//   - Every block fenced as ```go is compiled. (A block that must not be,
+//     say a signature listing, is fenced ```go nocompile; keep them rare.)
+//   - A block whose code starts with a package clause is a whole file,
+//     compiled as its own package.
+//   - Any other block is a fragment: its import declarations first (show
+//     them: a reader copies them too), then statements. It is compiled as
+//     the body of func(ctx context.Context) error, so it may use ctx and
+//     return an error; everything else it uses it declares or imports.
+//   - Imports may name any package of this repository's modules, nested
+//     ones included (ratelimitotel, grpclimit ...): the test module requires
+//     each module a snippet imports, replaced by its directory here, and
+//     takes every other dependency from the module cache, offline.
+//
+// Errors point at README.md lines.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// snippet is one ```go block of README.md.
+type snippet struct {
+	line int    // README line of the block's first code line
+	code string // the block's text
+}
+
+// readmeSnippets returns the compiled Go blocks of the README at path.
+func readmeSnippets(t *testing.T, path string) []snippet {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []snippet
+	var cur *snippet
+	var body []string
+	for i, l := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(l)
+		switch {
+		case cur == nil && strings.HasPrefix(trimmed, "```go"):
+			info := strings.Fields(strings.TrimPrefix(trimmed, "```"))
+			if len(info) > 0 && info[0] == "go" && !slices.Contains(info[1:], "nocompile") {
+				cur, body = &snippet{line: i + 2}, nil
+			} else if len(info) > 0 && info[0] == "go" {
+				cur, body = &snippet{line: -1}, nil // skipped
+			}
+		case cur != nil && trimmed == "```":
+			if cur.line > 0 {
+				cur.code = strings.Join(body, "\n")
+				out = append(out, *cur)
+			}
+			cur = nil
+		case cur != nil:
+			body = append(body, l)
+		}
+	}
+	if cur != nil {
+		t.Fatalf("%s: a ```go block from line %d is not closed", path, cur.line-1)
+	}
+	return out
+}
+
+var (
+	packageClause = regexp.MustCompile(`(?m)^package \w+`)
+	importPath    = regexp.MustCompile(`"([^"]+)"`)
+)
+
+// splitImports returns a fragment's leading import declarations and the
+// statements after them, and the line within the fragment where those
+// start.
+func splitImports(code string) (imports []string, stmts string, at int) {
+	lines := strings.Split(code, "\n")
+	i := 0
+	for i < len(lines) {
+		l := strings.TrimSpace(lines[i])
+		switch {
+		case l == "" || strings.HasPrefix(l, "//"):
+			i++
+		case strings.HasPrefix(l, "import ("):
+			for i < len(lines) && strings.TrimSpace(lines[i]) != ")" {
+				imports = append(imports, lines[i])
+				i++
+			}
+			imports = append(imports, ")")
+			i++
+		case strings.HasPrefix(l, "import "):
+			imports = append(imports, lines[i])
+			i++
+		default:
+			return imports, strings.Join(lines[i:], "\n"), i
+		}
+	}
+	return imports, "", i
+}
+
+func TestReadmeSnippetsCompile(t *testing.T) {
+	root := repoRoot(t)
+	snips := readmeSnippets(t, filepath.Join(root, "README.md"))
+	if len(snips) < 5 {
+		t.Fatalf("README.md has %d ```go blocks; want at least the quickstart, cluster, service, multilimit and telemetry ones", len(snips))
+	}
+	readme := filepath.Join(root, "README.md")
+	dir := t.TempDir()
+	imported := map[string]bool{}
+	for i, s := range snips {
+		var src string
+		if loc := packageClause.FindStringIndex(s.code); loc != nil && strings.TrimSpace(stripComments(s.code[:loc[0]])) == "" {
+			src = fmt.Sprintf("//line %s:%d\n%s\n", readme, s.line, s.code)
+			for _, m := range importPath.FindAllStringSubmatch(s.code, -1) {
+				imported[m[1]] = true
+			}
+		} else {
+			imports, stmts, at := splitImports(s.code)
+			imp := strings.Join(imports, "\n")
+			for _, m := range importPath.FindAllStringSubmatch(imp, -1) {
+				imported[m[1]] = true
+			}
+			if !strings.Contains(imp, `"context"`) {
+				imp += "\nimport \"context\""
+			}
+			src = fmt.Sprintf("package snippet%d\n\n%s\n\nvar _ = snippet\n\nfunc snippet(ctx context.Context) error {\n//line %s:%d\n%s\n\treturn nil\n}\n",
+				i, imp, readme, s.line+at, stmts)
+		}
+		pkg := filepath.Join(dir, fmt.Sprintf("snippet%02d", i))
+		if err := os.MkdirAll(pkg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(pkg, "snippet.go"), src)
+	}
+	// require each of the repository's modules that a snippet imports
+	mods := modules(t)
+	slices.SortFunc(mods, func(a, b module) int { return len(b.path) - len(a.path) }) // longest path first
+	var gomod strings.Builder
+	gomod.WriteString("module example.com/readme\n\ngo 1.26.0\n")
+	needed := map[string]module{}
+	for p := range imported {
+		for _, m := range mods {
+			if p == m.path || strings.HasPrefix(p, m.path+"/") {
+				needed[m.path] = m
+				break
+			}
+		}
+	}
+	needed[rootModule] = mods[slices.IndexFunc(mods, func(m module) bool { return m.path == rootModule })]
+	for _, m := range needed {
+		fmt.Fprintf(&gomod, "\nrequire %s %s\nreplace %s => %s\n", m.path, plannedVersion, m.path, filepath.ToSlash(m.dir))
+	}
+	write(t, filepath.Join(dir, "go.mod"), gomod.String())
+	if out, err := goRun(dir, offlineEnv(t, ""), "build", "./..."); err != nil {
+		t.Errorf("README.md snippets do not compile (the convention is at the top of %s):\n%s", "internal/repotest/readme_test.go", out)
+	}
+}
+
+// stripComments drops // comment lines.
+func stripComments(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "//") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
