@@ -2,12 +2,10 @@ module github.com/ratekit/ratelimit/grpclimit
 
 go 1.26.0
 
-replace github.com/ratekit/ratelimit => ../
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
-	github.com/ratekit/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/ratekit/ratelimit v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0

@@ -2,13 +2,11 @@ module github.com/ratekit/ratelimit/examples/routers
 
 go 1.26.0
 
-replace github.com/ratekit/ratelimit => ../../
-
 require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/labstack/echo/v4 v4.16.5
-	github.com/ratekit/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/ratekit/ratelimit v0.1.0
 )
 
 require (
