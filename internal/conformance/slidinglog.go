@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -186,6 +187,34 @@ func SlidingLogClockSteps(t *testing.T, build func(t *testing.T, lim strategy.Li
 						seed, i, clock.Now().Format("15:04:05.000"), what, key, got, want, models[j].log)
 				}
 			}
+		})
+	}
+}
+
+// SlidingLogClockStepsBackends runs SlidingLogClockSteps over an exact
+// sliding log's Redis strategy, on miniredis and on the real Redis, and
+// over its local twin.
+func SlidingLogClockStepsBackends[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	for _, b := range []string{"miniredis", "redis", "local"} {
+		t.Run(b, func(t *testing.T) {
+			SlidingLogClockSteps(t, func(t *testing.T, lim strategy.Limit, clock *Clock) strategy.Strategy {
+				var st strategy.Strategy
+				var err error
+				switch b {
+				case "miniredis":
+					_, rdb := Miniredis(t)
+					st, err = newRedis(rdb, lim, strategy.WithClock(clock))
+				case "redis":
+					st, err = newRedis(RealRedis(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+				default:
+					st, err = newLocal(lim, strategy.WithClock(clock))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			})
 		})
 	}
 }
