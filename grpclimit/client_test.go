@@ -53,7 +53,7 @@ func TestGoGRPCMiddleware(t *testing.T) {
 			t.Errorf("stream %d: %v; want %s", i+1, err, want)
 		}
 	}
-	if n := rdb.ZCard(t.Context(), "rl:rest:sl:{ip:127.0.0.1}").Val(); n != 1 {
+	if n := recorded(t, set, "rest", "ip:127.0.0.1"); n != 1 {
 		t.Errorf("units recorded for the streams: %d; want 1", n)
 	}
 }

@@ -215,10 +215,10 @@ type Interceptor struct {
 
 // policy is one limiter with what its responses say.
 type policy struct {
-	lim  Limiter
-	cfg  ratelimit.Config
-	name string // the policy name, as Config.Name or "default"
-	sf   string // name serialized as a structured-field String
+	lim    Limiter
+	cfg    ratelimit.Config
+	name   string            // the policy name, as Config.Name or "default"
+	fields *httplimit.Fields // the metadata values, as httplimit's headers
 }
 
 func (i *Interceptor) fail(err error) {
@@ -309,11 +309,11 @@ func newPolicy(l Limiter) (*policy, error) {
 	if name == "" {
 		name = "default"
 	}
-	sf, err := sfString(name)
+	fields, err := httplimit.NewFields(cfg)
 	if err != nil {
-		return nil, invalid(fmt.Sprintf("Config.Name %q cannot be a metadata value: %v", name, err))
+		return nil, invalid(fmt.Sprintf("Config.Name %q cannot be a metadata value", name))
 	}
-	return &policy{lim: l, cfg: cfg, name: name, sf: sf}, nil
+	return &policy{lim: l, cfg: cfg, name: name, fields: fields}, nil
 }
 
 func build(methods map[string]*policy, fallback *policy, opts []Option) (*Interceptor, error) {

@@ -73,13 +73,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/netip"
 	"net/textproto"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/strategy"
@@ -255,7 +252,7 @@ func WithErrorHandler(h ErrorHandler) Option {
 type Middleware struct {
 	lim     Limiter
 	cfg     ratelimit.Config
-	name    string // the policy name, serialized as a structured-field String
+	fields  *Fields // the policy's rate-limit field values
 	key     KeyFunc
 	cost    CostFunc
 	header  string
@@ -284,13 +281,9 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	name := m.cfg.Name
-	if name == "" {
-		name = "default"
-	}
 	var err error
-	if m.name, err = sfString(name); err != nil {
-		return nil, fmt.Errorf("%w: httplimit: Config.Name %q cannot be a header value: %w", strategy.ErrInvalidOption, name, err)
+	if m.fields, err = NewFields(m.cfg); err != nil {
+		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
 	}
 	return m, nil
 }
@@ -347,32 +340,12 @@ func (m *Middleware) ipKey(r *http.Request) (string, error) {
 	return "ip:" + a.String(), nil
 }
 
-// maxSFInteger is the largest structured-field Integer (15 digits).
-const maxSFInteger = 999_999_999_999_999
-
 // setHeaders writes the rate-limit fields of res.
 func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
-	q := res.Limit
-	if q <= 0 || res.Degraded && m.cfg.OnFailure == ratelimit.FailLocal {
-		// FailLocal's Result has the local share as its Limit: say the policy's
-		q = m.cfg.Limit
-	}
-	q = min(max(q, 0), maxSFInteger)
-	w := m.cfg.Window
-	if m.cfg.Limit > 0 && q != m.cfg.Limit {
-		// a burst: q units are granted over Window x q / Limit
-		w = time.Duration(math.Ceil(float64(m.cfg.Window) * float64(q) / float64(m.cfg.Limit)))
-	}
-	ws := max(ceilSeconds(w), 1)
-	h.Set("RateLimit-Policy", m.name+";q="+strconv.FormatInt(q, 10)+";w="+strconv.FormatInt(ws, 10))
-	var rem, t int64
-	if !res.Degraded {
-		rem = min(max(res.Remaining, 0), maxSFInteger)
-		t = ceilSeconds(res.ResetAfter)
-		if !res.Allowed && res.RetryAfter != ratelimit.Never {
-			t = retryAfterSeconds(res.RetryAfter) // draft-11 section 6: the window ends no later than Retry-After
-		}
-		h.Set("RateLimit", m.name+";r="+strconv.FormatInt(rem, 10)+";t="+strconv.FormatInt(t, 10))
+	q, _, rem, t := m.fields.values(res)
+	h.Set("RateLimit-Policy", m.fields.Policy(res))
+	if v := m.fields.RateLimit(res); v != "" {
+		h.Set("RateLimit", v)
 	}
 	if m.legacy {
 		h.Set("X-RateLimit-Limit", strconv.FormatInt(q, 10))
@@ -381,44 +354,7 @@ func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(t, 10))
 		}
 	}
-	if !res.Allowed && res.RetryAfter != ratelimit.Never {
-		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(res.RetryAfter), 10))
+	if s, ok := m.fields.RetryAfter(res); ok {
+		h.Set("Retry-After", strconv.FormatInt(s, 10))
 	}
-}
-
-// retryAfterSeconds is the Retry-After value of a denial: RetryAfter in
-// whole seconds, rounded up, at least 1.
-func retryAfterSeconds(d time.Duration) int64 {
-	return max(ceilSeconds(d), 1)
-}
-
-// ceilSeconds returns d in whole seconds, rounded up, within [0, maxSFInteger].
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return min(s, maxSFInteger)
-}
-
-// sfString serializes s as a structured-field String (RFC 9651, 4.1.6):
-// printable ASCII between double quotes, with '"' and '\' escaped.
-func sfString(s string) (string, error) {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e {
-			return "", fmt.Errorf("byte %#x at %d is not printable ASCII", c, i)
-		}
-		if c == '"' || c == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(c)
-	}
-	b.WriteByte('"')
-	return b.String(), nil
 }
