@@ -77,6 +77,12 @@ var errBreakerOpen = fmt.Errorf("%w: circuit breaker open, Redis not called", st
 // checkFailure validates the failure settings of cfg; wrapped says that cfg
 // was given to Wrap, which takes no strategy fields.
 func checkFailure(cfg Config, wrapped bool) error {
+	switch cfg.Mode {
+	case "", ModeEnforce, ModeShadow:
+	default:
+		return fmt.Errorf("%w: Mode must be %q or %q (empty means %q), got %s",
+			strategy.ErrInvalidOption, ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(cfg.Mode)))
+	}
 	switch cfg.OnFailure {
 	case "", FailOpen, FailClosed, FailLocal:
 	default:
@@ -147,7 +153,8 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 		f.deny = denycache.New(o.denyCache, o.clock, lim.Window, ev.add)
 	}
 	_, checked := st.(keys.ShardAware) // this module's strategies validate their input
-	return &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: checked, fail: f, ev: ev}, nil
+	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: checked, fail: f, ev: ev}
+	return l.withTiers()
 }
 
 // honours reports whether st says each call returns by its context's
@@ -189,10 +196,19 @@ func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, 
 	switch {
 	case l.fail != nil:
 		r, out, err = l.guarded(ctx, op, key, n)
+	case l.tier != "":
+		c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.lim}
+		if op == opPeek {
+			c.Op = guard.Peek
+		}
+		r, err = guard.Do(ctx, l.st, c)
 	case op == opPeek:
 		r, err = l.st.Peek(ctx, key)
 	default:
 		r, err = l.st.AllowN(ctx, key, n)
+	}
+	if l.shadow && !r.Allowed && err == nil && op == opAllow {
+		r.Allowed, r.Shadow = true, true
 	}
 	if l.obs != nil {
 		l.report(ctx, op, n, r, err, out, start)
@@ -235,7 +251,7 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	}
 	cache := f.deny != nil && op == opAllow
 	if cache && n <= strategy.MaxUnits { // only valid keys are ever cached
-		if r, ok := f.deny.Lookup(key, n); ok {
+		if r, ok := f.deny.Lookup(key, n); ok && r.Limit == l.capacity { // a denial under another tier's limit is not this one's
 			return r, outcome{cached: true}, nil
 		}
 	}
@@ -253,7 +269,7 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	if cache {
 		gen, sent = f.deny.Begin()
 	}
-	c := guard.Call{Op: guard.Allow, Key: key, N: n}
+	c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.lim}
 	if op == opPeek {
 		c.Op = guard.Peek
 	}
@@ -302,13 +318,11 @@ func (f *failure) reset(ctx context.Context, st strategy.Strategy, key string) e
 func (l *Limiter) degrade(ctx context.Context, op, key string, n int64) Result {
 	f, capacity := l.fail, l.capacity
 	if f.policy == FailLocal {
-		var r Result
-		var err error
+		c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.localLim}
 		if op == opPeek {
-			r, err = f.local.Peek(context.WithoutCancel(ctx), key)
-		} else {
-			r, err = f.local.AllowN(context.WithoutCancel(ctx), key, n)
+			c.Op = guard.Peek
 		}
+		r, err := guard.Do(context.WithoutCancel(ctx), f.local, c)
 		if err == nil {
 			if r.RetryAfter == strategy.Never && max(n, 1) <= capacity {
 				// beyond this process's share, not beyond the limit

@@ -26,13 +26,16 @@ import (
 //
 // In JSON (see ParsePolicies) Policies is an object of policy names to
 // objects with the fields of Config in lowercase: "algorithm", "limit" and
-// "window" (required), "burst", "shards", "prefix", "on_failure" ("open",
-// "closed" or "local"), "local_share" and "timeout". Durations are Go
-// duration strings such as "1m", "1h30m" or "250ms":
+// "window" (required), "burst", "shards", "prefix", "mode" ("enforce" or
+// "shadow"), "tiers" (an object of tier names to {"limit": n, "burst": n}),
+// "on_failure" ("open", "closed" or "local"), "local_share" and "timeout".
+// Durations are Go duration strings such as "1m", "1h30m" or "250ms":
 //
 //	{
 //	  "login":  {"algorithm": "sliding_log", "limit": 5, "window": "1m", "on_failure": "closed"},
-//	  "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200},
+//	  "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200,
+//	             "tiers": {"pro": {"limit": 1000, "burst": 2000}}},
+//	  "export": {"algorithm": "fixed_window", "limit": 10, "window": "1h", "mode": "shadow"},
 //	  "upload": {"algorithm": "sliding_counter", "limit": 1000, "window": "1h"}
 //	}
 type Policies map[string]Config
@@ -263,11 +266,62 @@ func (p *Policies) UnmarshalJSON(data []byte) error {
 		out[e.key] = c
 	}
 	if err := out.Validate(); err != nil {
-		return err
+		return jsonNamed(err)
 	}
 	*p = out
 	return nil
 }
+
+// goToJSON maps the Config fields that validation errors name to their
+// JSON names.
+var goToJSON = []struct{ goName, jsonName string }{
+	{"Algorithm", "algorithm"}, {"LocalShare", "local_share"}, {"Limit", "limit"},
+	{"Window", "window"}, {"Burst", "burst"}, {"Shards", "shards"}, {"Prefix", "prefix"},
+	{"prefix", "prefix"}, {"OnFailure", "on_failure"}, {"Timeout", "timeout"},
+	{"Mode", "mode"}, {"Tiers", "tiers"}, {"Rules", "rules"}, {"Candidate", "candidate"},
+}
+
+// jsonNamed makes a validation error of a policy read from JSON name the
+// JSON field at fault, not the Go one: field "on_failure", not OnFailure.
+func jsonNamed(err error) error {
+	var pe *PolicyError
+	if !errors.As(err, &pe) || pe.Field != "" {
+		return err
+	}
+	msg := pe.Err.Error()
+	first, field := len(msg), ""
+	for _, f := range goToJSON {
+		for _, form := range []string{f.goName + " must", f.goName + ":"} {
+			if i := strings.Index(msg, form); i >= 0 && i < first {
+				first, field = i, f.jsonName
+			}
+		}
+	}
+	if field == "" {
+		return err
+	}
+	return &PolicyError{Policy: pe.Policy, Field: field, Err: jsonMessage{pe.Err, field}}
+}
+
+// jsonMessage is an error whose message names a Config field by its JSON
+// name; it unwraps to the original.
+type jsonMessage struct {
+	err   error
+	field string
+}
+
+func (m jsonMessage) Error() string {
+	msg := m.err.Error()
+	for _, f := range goToJSON {
+		if f.jsonName == m.field {
+			msg = strings.Replace(msg, f.goName+" must", f.jsonName+" must", 1)
+			msg = strings.Replace(msg, f.goName+":", f.jsonName+":", 1)
+		}
+	}
+	return msg
+}
+
+func (m jsonMessage) Unwrap() error { return m.err }
 
 // MarshalJSON encodes the policies in the format UnmarshalJSON reads, with
 // windows as Go duration strings ("1m0s"), omitting zero fields.
@@ -286,6 +340,13 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 			Algorithm: string(c.Algorithm), Limit: c.Limit, Window: c.Window.String(),
 			Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
 			OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
+			Mode: string(c.Mode),
+		}
+		if len(c.Tiers) > 0 {
+			pj.Tiers = make(map[string]tierJSON, len(c.Tiers))
+			for name, t := range c.Tiers {
+				pj.Tiers[name] = tierJSON{Limit: t.Limit, Burst: t.Burst}
+			}
 		}
 		if c.Timeout != 0 {
 			pj.Timeout = c.Timeout.String()
@@ -302,15 +363,23 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 
 // policyJSON is the JSON form of one policy, for MarshalJSON.
 type policyJSON struct {
-	Algorithm  string  `json:"algorithm"`
-	Limit      int64   `json:"limit"`
-	Window     string  `json:"window"`
-	Burst      int64   `json:"burst,omitempty"`
-	Shards     int     `json:"shards,omitempty"`
-	Prefix     string  `json:"prefix,omitempty"`
-	OnFailure  string  `json:"on_failure,omitempty"`
-	LocalShare float64 `json:"local_share,omitempty"`
-	Timeout    string  `json:"timeout,omitempty"`
+	Algorithm  string              `json:"algorithm"`
+	Limit      int64               `json:"limit"`
+	Window     string              `json:"window"`
+	Burst      int64               `json:"burst,omitempty"`
+	Shards     int                 `json:"shards,omitempty"`
+	Prefix     string              `json:"prefix,omitempty"`
+	Mode       string              `json:"mode,omitempty"`
+	Tiers      map[string]tierJSON `json:"tiers,omitempty"`
+	OnFailure  string              `json:"on_failure,omitempty"`
+	LocalShare float64             `json:"local_share,omitempty"`
+	Timeout    string              `json:"timeout,omitempty"`
+}
+
+// tierJSON is the JSON form of one tier.
+type tierJSON struct {
+	Limit int64 `json:"limit"`
+	Burst int64 `json:"burst,omitempty"`
 }
 
 // decodePolicy decodes one policy object, field by field, so that every
@@ -376,6 +445,18 @@ func decodePolicy(data []byte) (Config, error) {
 			} else {
 				c.OnFailure = FailurePolicy(s)
 			}
+		case "mode":
+			var m string
+			if err := json.Unmarshal(e.value, &m); err != nil {
+				return c, fieldErr(typeError("a string", e.value))
+			}
+			c.Mode = Mode(m)
+		case "tiers":
+			tiers, err := decodeTiers(e.value)
+			if err != nil {
+				return c, fieldErr(err)
+			}
+			c.Tiers = tiers
 		case "local_share":
 			var f float64
 			if err := json.Unmarshal(e.value, &f); err != nil {
@@ -396,9 +477,49 @@ func decodePolicy(data []byte) (Config, error) {
 
 // maxPolicyFields bounds the members of one policy object: the fields
 // there are, once each.
-const maxPolicyFields = 9
+const maxPolicyFields = 11
 
-const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "on_failure", "local_share", "timeout"`
+const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "mode", "tiers", "on_failure", "local_share", "timeout"`
+
+// decodeTiers decodes "tiers": an object of tier names to objects with
+// "limit" (required) and "burst".
+func decodeTiers(data []byte) (map[string]Limit, error) {
+	entries, err := objectEntries(data, MaxTiers, "tiers (MaxTiers)")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
+	}
+	tiers := make(map[string]Limit, len(entries))
+	for _, e := range entries {
+		if _, dup := tiers[e.key]; dup {
+			return nil, fmt.Errorf("%w: tier %s appears twice", strategy.ErrInvalidOption, quote.Value(e.key))
+		}
+		fields, err := objectEntries(e.value, 2, "fields")
+		if err != nil {
+			return nil, fmt.Errorf("%w: tier %s: %w", strategy.ErrInvalidOption, quote.Value(e.key), err)
+		}
+		var lim Limit
+		var hasLimit bool
+		for _, f := range fields {
+			var n int64
+			if err := json.Unmarshal(f.value, &n); err != nil {
+				return nil, fmt.Errorf("tier %s: field %s: %w", quote.Value(e.key), quote.Value(f.key), typeError("an integer", f.value))
+			}
+			switch f.key {
+			case "limit":
+				lim.Limit, hasLimit = n, true
+			case "burst":
+				lim.Burst = n
+			default:
+				return nil, fmt.Errorf("%w: tier %s: unknown field %s; the fields are \"limit\" and \"burst\"", strategy.ErrInvalidOption, quote.Value(e.key), quote.Value(f.key))
+			}
+		}
+		if !hasLimit {
+			return nil, fmt.Errorf("%w: tier %s: \"limit\" missing", strategy.ErrInvalidOption, quote.Value(e.key))
+		}
+		tiers[e.key] = lim
+	}
+	return tiers, nil
+}
 
 func typeError(want string, got json.RawMessage) error {
 	return fmt.Errorf("%w: want %s, got %s", strategy.ErrInvalidOption, want, prefixOf(got))

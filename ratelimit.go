@@ -141,11 +141,39 @@ type Config struct {
 	Shards    int           // > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
 	Prefix    string        // key namespace; default "rl:"
 
+	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
+	// record as usual, but never deny (see Mode).
+	Mode Mode
+	// Tiers are other limits for some subjects (free, pro...), by name:
+	// Limiter.Tier(name) decides under one. Each has Limit and Burst; its
+	// Window must be 0 or Config's. See Limiter.Tier for what a subject
+	// keeps when its tier changes. At most MaxTiers.
+	Tiers map[string]Limit
+
 	// When Redis fails (New and Wrap; see FailurePolicy and Breaker):
 	OnFailure  FailurePolicy // FailOpen (the default, ""), FailClosed or FailLocal
 	LocalShare float64       // FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1 (New only)
 	Timeout    time.Duration // longest wait on Redis per call, <= MaxTimeout; 0 means DefaultTimeout; the caller's ctx deadline wins when sooner
 }
+
+// Mode says whether a Limiter enforces its decisions.
+type Mode string
+
+// The modes.
+const (
+	// ModeEnforce denies what the strategy denies.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow decides and records as enforcement would, but lets every
+	// request through: a denial comes back with Allowed true and
+	// Result.Shadow set, its other fields those of the denial; the
+	// Observer sees it (ratelimitotel counts shadow denials apart), and
+	// httplimit sends the headers but never 429. Use it to try a new
+	// limit on live traffic before enforcing it.
+	ModeShadow Mode = "shadow"
+)
+
+// MaxTiers is the most tiers a Config may name.
+const MaxTiers = 64
 
 // limit returns the strategy.Limit of c.
 func (c Config) limit() strategy.Limit {
@@ -158,10 +186,16 @@ type Limiter struct {
 	cfg      Config
 	st       strategy.Strategy
 	obs      Observer
-	capacity int64    // st's: what a degraded Result reports
+	capacity int64    // st's (or the tier's): what a degraded Result reports
 	checked  bool     // st validates key and cost itself
+	shadow   bool     // Config.Mode is ModeShadow
 	fail     *failure // New and Wrap: timeout, breaker, policy, denial cache
 	ev       *evictions
+
+	tier     string              // the tier this Limiter decides under, or ""
+	lim      strategy.Limit      // the tier's Limit (Window 0: the strategy's own)
+	localLim strategy.Limit      // the tier's share under FailLocal
+	tiers    map[string]*Limiter // by name, built once
 }
 
 // evictions counts the subjects a Limiter's in-process structures evicted.
@@ -242,7 +276,8 @@ func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: st.Limit().Capacity(), checked: true, ev: ev}, nil
+	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: st.Limit().Capacity(), checked: true, ev: ev}
+	return l.withTiers()
 }
 
 // Wrap returns a Limiter that enforces st, any strategy.Strategy (one of

@@ -15,10 +15,12 @@
 //
 //   - ratelimit.decisions (counter, {decision}): every decision, reset and
 //     failed call. Attributes ratelimit.policy, ratelimit.algorithm,
-//     ratelimit.operation (allow, peek, reset), ratelimit.decision (allowed,
-//     denied, degraded: the failure policy decided because Redis failed or
-//     was not called; error: the call returned an error; reset: a reset
-//     that succeeded) and, for errors, error.type.
+//     ratelimit.operation (allow, peek, reset, refund), ratelimit.decision
+//     (allowed, denied, shadow_denied: a policy in shadow mode let through
+//     what enforcement denied; degraded: the failure policy decided because
+//     Redis failed or was not called; error: the call returned an error;
+//     reset, refund: a reset or refund that succeeded) and, for errors,
+//     error.type.
 //   - ratelimit.decision.duration (histogram, s): how long each of them
 //     took, with the same attributes.
 //   - ratelimit.degraded.decisions (counter, {decision}): the degraded
@@ -118,6 +120,11 @@ const (
 	DecisionDegraded = "degraded"
 	DecisionError    = "error"
 	DecisionReset    = "reset"
+	// DecisionShadowDenied: a policy in shadow mode let through a request
+	// that enforcement denied (Result.Shadow).
+	DecisionShadowDenied = "shadow_denied"
+	// DecisionRefund: a refund that succeeded.
+	DecisionRefund = "refund"
 )
 
 // durationBounds are the histogram's bucket boundaries in seconds: a
@@ -275,6 +282,10 @@ func decisionOf(d ratelimit.Decision) string {
 		return DecisionError
 	case d.Op == "reset":
 		return DecisionReset
+	case d.Op == "refund":
+		return DecisionRefund
+	case d.Result.Shadow:
+		return DecisionShadowDenied
 	case d.Degraded:
 		return DecisionDegraded
 	case d.Result.Allowed:

@@ -94,6 +94,11 @@ type Result struct {
 	// failed or was not called, and the limiter's failure policy decided
 	// (see ratelimit.FailurePolicy). Strategies never set it.
 	Degraded bool
+	// Shadow reports a denial that the limiter let through because its
+	// policy is in shadow mode (ratelimit.ModeShadow): Allowed is true and
+	// the other fields are what enforcement decided. Strategies never set
+	// it.
+	Shadow bool
 }
 
 // Strategy is a rate-limiting algorithm. Implementations are safe for

@@ -1,0 +1,312 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/httplimit"
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/slidinglog"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// userStrategy is a Strategy written outside this module: it validates
+// nothing, does not say it honours contexts, and can be made to fail or
+// hang, so that the facade's features must do all the work.
+type userStrategy struct {
+	inner strategy.Strategy
+	calls atomic.Int64
+	fail  atomic.Bool   // return a backend error
+	hang  chan struct{} // when not nil, block until closed, ignoring ctx
+	keys  sync.Map      // every key it was called with
+}
+
+func newUserStrategy(t *testing.T, lim strategy.Limit, clock strategy.Clock) *userStrategy {
+	t.Helper()
+	inner, err := slidinglog.NewLocal(lim, strategy.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &userStrategy{inner: inner}
+}
+
+func (u *userStrategy) call(key string) error {
+	u.calls.Add(1)
+	u.keys.Store(key, true)
+	if u.hang != nil {
+		<-u.hang
+	}
+	if u.fail.Load() {
+		return errors.New("user store: connection refused")
+	}
+	return nil
+}
+
+func (u *userStrategy) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if err := u.call(key); err != nil {
+		return strategy.Result{}, err
+	}
+	return u.inner.AllowN(ctx, key, n)
+}
+
+func (u *userStrategy) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	if err := u.call(key); err != nil {
+		return strategy.Result{}, err
+	}
+	return u.inner.Peek(ctx, key)
+}
+
+func (u *userStrategy) Reset(ctx context.Context, key string) error {
+	if err := u.call(key); err != nil {
+		return err
+	}
+	return u.inner.Reset(ctx, key)
+}
+
+func (u *userStrategy) Limit() strategy.Limit { return u.inner.Limit() }
+
+func TestWrapValidates(t *testing.T) {
+	clock := conformance.NewClock(conformance.Epoch)
+	u := newUserStrategy(t, strategy.PerMinute(3), clock)
+	for _, c := range []struct {
+		name string
+		st   strategy.Strategy
+		cfg  ratelimit.Config
+		opts []ratelimit.Option
+		want string
+	}{
+		{"nil strategy", nil, ratelimit.Config{}, nil, "strategy is nil"},
+		{"a strategy field", u, ratelimit.Config{Limit: 5}, nil, "Limit must be zero"},
+		{"FailLocal without a fallback", u, ratelimit.Config{OnFailure: ratelimit.FailLocal}, nil, "WithFallback"},
+		{"bad timeout", u, ratelimit.Config{Timeout: -1}, nil, "Timeout"},
+		{"bad mode", u, ratelimit.Config{Mode: "loud"}, nil, "Mode"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ratelimit.Wrap(c.st, c.cfg, c.opts...)
+			if !errors.Is(err, strategy.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want ErrInvalidOption naming %s", err, c.want)
+			}
+			if n := strings.Count(err.Error(), "ratelimit:"); n != 1 {
+				t.Errorf("err = %q has %d \"ratelimit:\" prefixes, want 1", err, n)
+			}
+		})
+	}
+}
+
+// TestWrapUserStrategy checks that a user's own Strategy gets every feature
+// of the facade: input validation, the Observer, the failure policies, the
+// timeout and the breaker, the denial cache, Wait and httplimit.
+func TestWrapUserStrategy(t *testing.T) {
+	ctx := context.Background()
+	lim := strategy.PerMinute(3)
+
+	t.Run("decisions, validation and the Observer", func(t *testing.T) {
+		clock := conformance.NewClock(conformance.Epoch)
+		u := newUserStrategy(t, lim, clock)
+		rec := &decisionLog{}
+		l, err := ratelimit.Wrap(u, ratelimit.Config{Name: "mine"}, ratelimit.WithObserver(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			r, err := l.Allow(ctx, "k")
+			if err != nil || r.Allowed != (i < 3) || r.Degraded {
+				t.Fatalf("Allow %d = %+v, %v; want allowed %v, not degraded", i, r, err, i < 3)
+			}
+		}
+		if d := rec.last(t); d.Policy != "mine" || d.Op != "allow" || d.Result.Allowed {
+			t.Errorf("last Decision = %+v, want policy mine, a denied allow", d)
+		}
+		if got := l.Config(); got.Limit != 3 || got.Window != time.Minute || got.Name != "mine" {
+			t.Errorf("Config() = %+v, want the strategy's limit and the name", got)
+		}
+		calls := u.calls.Load()
+		for _, bad := range []struct {
+			key string
+			n   int64
+		}{{"", 1}, {"k", -1}, {"k", strategy.MaxUnits + 1}} {
+			if _, err := l.AllowN(ctx, bad.key, bad.n); err == nil {
+				t.Errorf("AllowN(%q, %d): err = nil, want an error", bad.key, bad.n)
+			}
+		}
+		if got := u.calls.Load(); got != calls {
+			t.Errorf("the strategy was called %d times with invalid input, want 0", got-calls)
+		}
+	})
+
+	t.Run("failure policies", func(t *testing.T) {
+		for _, c := range []struct {
+			policy  ratelimit.FailurePolicy
+			allowed bool
+		}{{ratelimit.FailOpen, true}, {ratelimit.FailClosed, false}, {ratelimit.FailLocal, true}} {
+			clock := conformance.NewClock(conformance.Epoch)
+			u := newUserStrategy(t, lim, clock)
+			fallback, err := slidinglog.NewLocal(strategy.PerMinute(1), strategy.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := ratelimit.Wrap(u, ratelimit.Config{OnFailure: c.policy}, ratelimit.WithFallback(fallback))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.fail.Store(true)
+			r, err := l.Allow(ctx, "k")
+			if err != nil || !r.Degraded || r.Allowed != c.allowed {
+				t.Errorf("%s: Allow = %+v, %v; want degraded, allowed %v", c.policy, r, err, c.allowed)
+			}
+			if c.policy == ratelimit.FailLocal {
+				// the fallback enforces its own limit of 1
+				if r, _ := l.Allow(ctx, "k"); r.Allowed || !r.Degraded {
+					t.Errorf("FailLocal: second Allow = %+v, want denied by the fallback", r)
+				}
+			}
+		}
+	})
+
+	t.Run("timeout and breaker", func(t *testing.T) {
+		clock := conformance.NewClock(conformance.Epoch)
+		u := newUserStrategy(t, lim, clock)
+		u.hang = make(chan struct{})
+		defer close(u.hang)
+		b, err := ratelimit.NewBreaker(2, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ratelimit.Wrap(u, ratelimit.Config{OnFailure: ratelimit.FailClosed, Timeout: 20 * time.Millisecond}, ratelimit.WithBreaker(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 { // each waits for the Timeout, then the policy decides
+			if r, err := l.Allow(ctx, "k"); err != nil || !r.Degraded || r.Allowed {
+				t.Fatalf("Allow %d on a hung strategy = %+v, %v; want a degraded denial", i, r, err)
+			}
+		}
+		if s := b.State(); s != ratelimit.BreakerOpen {
+			t.Fatalf("breaker %s after 2 timeouts, want open", s)
+		}
+		calls := u.calls.Load()
+		if r, _ := l.Allow(ctx, "k"); !r.Degraded || r.Allowed {
+			t.Errorf("Allow with the breaker open = %+v, want a degraded denial", r)
+		}
+		if got := u.calls.Load(); got != calls {
+			t.Errorf("the strategy was called with the breaker open")
+		}
+	})
+
+	t.Run("denial cache", func(t *testing.T) {
+		clock := conformance.NewClock(conformance.Epoch)
+		u := newUserStrategy(t, lim, clock)
+		rec := &decisionLog{}
+		l, err := ratelimit.Wrap(u, ratelimit.Config{}, ratelimit.WithDenyCache(100), ratelimit.WithClock(clock), ratelimit.WithObserver(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			l.Allow(ctx, "k")
+		}
+		calls := u.calls.Load()
+		r, _ := l.Allow(ctx, "k")
+		if r.Allowed || !rec.last(t).Cached || u.calls.Load() != calls {
+			t.Errorf("Allow after a denial = %+v, cached %v, strategy called %d times; want a cached denial, no call",
+				r, rec.last(t).Cached, u.calls.Load()-calls)
+		}
+	})
+
+	t.Run("Wait", func(t *testing.T) {
+		u := newUserStrategy(t, strategy.Limit{Limit: 1, Window: 20 * time.Millisecond}, nil)
+		l, err := ratelimit.Wrap(u, ratelimit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 { // the 2nd and 3rd wait for the window
+			if r, err := l.Wait(ctx, "k"); err != nil || !r.Allowed {
+				t.Fatalf("Wait %d = %+v, %v; want allowed", i, r, err)
+			}
+		}
+		if n := u.calls.Load(); n < 4 {
+			t.Errorf("%d strategy calls for 3 Waits on a limit of 1, want a denial and a retry", n)
+		}
+	})
+
+	t.Run("httplimit", func(t *testing.T) {
+		clock := conformance.NewClock(conformance.Epoch)
+		u := newUserStrategy(t, lim, clock)
+		l, err := ratelimit.Wrap(u, ratelimit.Config{Name: "mine"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := httplimit.New(l, httplimit.WithKeyHeader("X-Key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		var codes []int
+		for range 4 {
+			req := httptest.NewRequest("GET", "/", nil)
+			req.Header.Set("X-Key", "k")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			codes = append(codes, w.Code)
+		}
+		if codes[2] != http.StatusOK || codes[3] != http.StatusTooManyRequests {
+			t.Errorf("status codes %v, want 3 OK then 429", codes)
+		}
+	})
+}
+
+// TestShadowMode checks that a policy in shadow mode decides and records as
+// enforcement would but never denies: the Result, the Observer and
+// httplimit say so.
+func TestShadowMode(t *testing.T) {
+	ctx := context.Background()
+	clock := conformance.NewClock(conformance.Epoch)
+	rec := &decisionLog{}
+	cfg := ratelimit.Config{Name: "trial", Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute, Mode: ratelimit.ModeShadow}
+	l, err := ratelimit.NewLocal(cfg, ratelimit.WithClock(clock), ratelimit.WithObserver(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		r, err := l.Allow(ctx, "k")
+		if err != nil || !r.Allowed || r.Shadow != (i >= 2) {
+			t.Fatalf("Allow %d = %+v, %v; want allowed, Shadow %v", i, r, err, i >= 2)
+		}
+		if i >= 2 && (r.Remaining != 0 || r.RetryAfter <= 0) {
+			t.Errorf("Allow %d = %+v, want enforcement's denial: Remaining 0, a RetryAfter", i, r)
+		}
+		if d := rec.last(t); d.Result.Shadow != (i >= 2) {
+			t.Errorf("Decision %d Shadow = %v, want %v", i, d.Result.Shadow, i >= 2)
+		}
+	}
+	// the shadow denials recorded nothing: 2 units in the window
+	if r, _ := l.Peek(ctx, "k"); r.Remaining != 0 || r.Shadow {
+		t.Errorf("Peek = %+v, want Remaining 0 and no Shadow (Peek denies nothing)", r)
+	}
+	clock.Advance(time.Minute)
+	if r, _ := l.Peek(ctx, "k"); r.Remaining != 2 {
+		t.Errorf("Peek a window later = %+v, want Remaining 2: shadow denials must record nothing", r)
+	}
+
+	m, err := httplimit.New(l, httplimit.WithKeyHeader("X-Key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for i := range 4 {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("X-Key", "h")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || w.Header().Get("RateLimit") == "" {
+			t.Errorf("request %d: status %d, RateLimit %q; want 200 with the headers", i, w.Code, w.Header().Get("RateLimit"))
+		}
+	}
+}
