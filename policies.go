@@ -500,17 +500,17 @@ func decodeTiers(data []byte) (map[string]Limit, error) {
 		var lim Limit
 		var hasLimit bool
 		for _, f := range fields {
+			if f.key != "limit" && f.key != "burst" {
+				return nil, fmt.Errorf("%w: tier %s: unknown field %s; the fields are \"limit\" and \"burst\"", strategy.ErrInvalidOption, quote.Value(e.key), quote.Value(f.key))
+			}
 			var n int64
 			if err := json.Unmarshal(f.value, &n); err != nil {
 				return nil, fmt.Errorf("tier %s: field %s: %w", quote.Value(e.key), quote.Value(f.key), typeError("an integer", f.value))
 			}
-			switch f.key {
-			case "limit":
+			if f.key == "limit" {
 				lim.Limit, hasLimit = n, true
-			case "burst":
+			} else {
 				lim.Burst = n
-			default:
-				return nil, fmt.Errorf("%w: tier %s: unknown field %s; the fields are \"limit\" and \"burst\"", strategy.ErrInvalidOption, quote.Value(e.key), quote.Value(f.key))
 			}
 		}
 		if !hasLimit {

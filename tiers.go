@@ -19,9 +19,6 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 	if len(l.cfg.Tiers) > MaxTiers {
 		return nil, fmt.Errorf("%w: Tiers: want at most %d (MaxTiers), got %d", strategy.ErrInvalidOption, MaxTiers, len(l.cfg.Tiers))
 	}
-	if _, ok := l.st.(strategy.LimitOverrider); !ok {
-		return nil, fmt.Errorf("%w: Tiers: the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
-	}
 	window := l.st.Limit().Window
 	l.tiers = make(map[string]*Limiter, len(l.cfg.Tiers))
 	for name, lim := range l.cfg.Tiers {
@@ -49,6 +46,9 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 			t.capacity = lim.Limit
 		}
 		l.tiers[name] = &t
+	}
+	if _, ok := l.st.(strategy.LimitOverrider); !ok {
+		return nil, fmt.Errorf("%w: Tiers: the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
 	}
 	return l, nil
 }
