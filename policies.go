@@ -145,7 +145,7 @@ func (p Policies) Validate() error {
 // e.g. "rl:a" + "b" and "rl:" + "ab").
 func (p Policies) scopedAll() ([]Config, error) {
 	if len(p) > MaxPolicies {
-		return nil, fmt.Errorf("%w: ratelimit: want at most %d policies (MaxPolicies), got %d", strategy.ErrInvalidOption, MaxPolicies, len(p))
+		return nil, fmt.Errorf("%w: want at most %d policies (MaxPolicies), got %d", strategy.ErrInvalidOption, MaxPolicies, len(p))
 	}
 	out := make([]Config, 0, len(p))
 	seen := make(map[string]string, len(p))
@@ -178,7 +178,7 @@ type Set struct {
 // and the field when one is invalid.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
 	}
 	return newSet(p, func(c Config) (*Limiter, error) { return New(rdb, c, opts...) })
 }
@@ -215,7 +215,7 @@ func (s *Set) Get(name string) (*Limiter, error) {
 	for i, n := range s.names {
 		quoted[i] = quote.Value(n)
 	}
-	return nil, fmt.Errorf("%w: ratelimit: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
+	return nil, fmt.Errorf("%w: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
 // Names returns the policy names, sorted.

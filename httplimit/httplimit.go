@@ -182,7 +182,7 @@ func WithTrustedProxies(header string, cidrs ...string) Option {
 			m.trusted = append(m.trusted, p)
 		}
 		if m.header == "" && m.err == nil {
-			m.err = fmt.Errorf("%w: httplimit: WithTrustedProxies: header must not be empty", strategy.ErrInvalidOption)
+			m.err = fmt.Errorf("%w: WithTrustedProxies: header must not be empty", strategy.ErrInvalidOption)
 		}
 	}
 }
@@ -194,7 +194,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 	}
-	return netip.Prefix{}, fmt.Errorf("%w: httplimit: WithTrustedProxies: %q is not a CIDR or an IP address", strategy.ErrInvalidOption, s)
+	return netip.Prefix{}, fmt.Errorf("%w: WithTrustedProxies: %q is not a CIDR or an IP address", strategy.ErrInvalidOption, s)
 }
 
 // WithIPv6Prefix sets how many leading bits of an IPv6 client address make
@@ -203,7 +203,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 func WithIPv6Prefix(bits int) Option {
 	return func(m *Middleware) {
 		if (bits < 1 || bits > 128) && m.err == nil {
-			m.err = fmt.Errorf("%w: httplimit: WithIPv6Prefix: bits must be in [1, 128], got %d", strategy.ErrInvalidOption, bits)
+			m.err = fmt.Errorf("%w: WithIPv6Prefix: bits must be in [1, 128], got %d", strategy.ErrInvalidOption, bits)
 		}
 		m.v6bits = bits
 	}
@@ -269,7 +269,7 @@ type Middleware struct {
 // (printable ASCII only).
 func New(l Limiter, opts ...Option) (*Middleware, error) {
 	if l == nil {
-		return nil, fmt.Errorf("%w: httplimit: limiter is nil", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: limiter is nil", strategy.ErrInvalidOption)
 	}
 	m := &Middleware{lim: l, cfg: l.Config(), v6bits: 64, deny: http.HandlerFunc(DefaultDenyHandler), onError: DefaultErrorHandler}
 	m.key = m.ipKey
