@@ -71,8 +71,19 @@ const MaxTimeout = time.Minute
 // strategy.ErrBackend.
 var ErrCircuitOpen = errors.New("ratelimit: circuit breaker open, Redis not called")
 
-// errBreakerOpen is ErrCircuitOpen as a backend failure, made once.
-var errBreakerOpen = fmt.Errorf("%w: circuit breaker open, Redis not called", strategy.ErrBackend)
+// errBreakerOpen is ErrCircuitOpen as a backend failure: it is both, with
+// one prefix.
+var errBreakerOpen error = circuitOpen{}
+
+type circuitOpen struct{}
+
+func (circuitOpen) Error() string {
+	return "ratelimit: backend error: circuit breaker open, Redis not called"
+}
+
+func (circuitOpen) Is(target error) bool {
+	return target == strategy.ErrBackend || target == ErrCircuitOpen
+}
 
 // checkFailure validates the failure settings of cfg; wrapped says that cfg
 // was given to Wrap, which takes no strategy fields.

@@ -472,3 +472,29 @@ func TestEvictions(t *testing.T) {
 		t.Fatalf("%s = %v, want %v (Limiter.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
 	}
 }
+
+// TestShadowDenials checks that a policy in shadow mode counts the denials
+// it let through apart from both allowed and denied decisions.
+func TestShadowDenials(t *testing.T) {
+	tel := newTelemetry(t)
+	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "trial", Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: ratelimit.ModeShadow},
+		ratelimit.WithObserver(tel.observer(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if r, err := lim.Allow(context.Background(), subject); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v; want allowed (shadow mode)", r, err)
+		}
+	}
+	points := tel.collect(t)
+	attrs := func(decision string) map[string]string {
+		return map[string]string{"ratelimit.algorithm": "fixed_window", "ratelimit.decision": decision, "ratelimit.operation": "allow", "ratelimit.policy": "trial"}
+	}
+	if got := value(t, points, ratelimitotel.MetricDecisions, attrs(ratelimitotel.DecisionShadowDenied)).value; got != 3 {
+		t.Errorf("shadow_denied decisions = %v, want 3", got)
+	}
+	if got := value(t, points, ratelimitotel.MetricDecisions, attrs(ratelimitotel.DecisionAllowed)).value; got != 2 {
+		t.Errorf("allowed decisions = %v, want 2", got)
+	}
+}
