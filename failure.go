@@ -262,7 +262,8 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	}
 	cache := f.deny != nil && op == opAllow
 	if cache && n <= strategy.MaxUnits { // only valid keys are ever cached
-		if r, ok := f.deny.Lookup(key, n); ok && r.Limit == l.capacity { // a denial under another tier's limit is not this one's
+		// with tiers, a denial under another tier's limit is not this one's
+		if r, ok := f.deny.Lookup(key, n); ok && (len(l.cfg.Tiers) == 0 || r.Limit == l.capacity) {
 			return r, outcome{cached: true}, nil
 		}
 	}

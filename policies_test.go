@@ -293,7 +293,7 @@ func TestSetErrors(t *testing.T) {
 			[]string{`policy "login"`, `"signin"`}},
 		{"empty name", ratelimit.Policies{"": valid}, []string{`policy ""`, "policy name"}},
 		{"bad limit", ratelimit.Policies{"ok": valid, "upload": {Algorithm: a, Limit: -5, Window: time.Second}},
-			[]string{`policy "upload"`, `field "limit"`, "limit must be >= 0"}},
+			[]string{`policy "upload"`, "Limit must be >= 0"}},
 		{"bad algorithm", ratelimit.Policies{"upload": {Algorithm: "leaky", Limit: 5, Window: time.Second}},
 			[]string{`policy "upload"`, "Algorithm"}},
 	} {
