@@ -23,7 +23,9 @@
 //   - a cache of denials that saves round trips (WithDenyCache);
 //   - an Observer told of every decision (package ratelimitotel);
 //   - Wait, which blocks until a request may pass;
-//   - Policies: named Configs from JSON, built into a Set.
+//   - Policies: named Configs from JSON, built into a Set;
+//   - changes on live traffic: shadow mode (Mode), per-subject limits
+//     (Tiers), refunds (RefundN).
 //
 // Package httplimit is HTTP middleware over a Limiter; package batch shares
 // Redis pipelines among concurrent decisions. A Limiter is safe for
