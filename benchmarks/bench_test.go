@@ -113,6 +113,7 @@ func (f floorStrategy) Peek(ctx context.Context, key string) (strategy.Result, e
 	return f.AllowN(ctx, key, 0)
 }
 func (floorStrategy) Reset(context.Context, string) error { return nil }
+func (floorStrategy) Limit() strategy.Limit               { return strategy.Limit{} } // no limit: it allows everything
 
 func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 	b.Helper()

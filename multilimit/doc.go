@@ -6,14 +6,16 @@
 // the first limit's units when the second denies.)
 //
 //	lim, err := multilimit.New(rdb, []multilimit.Rule{
-//		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(10)},
-//		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(1000)},
+//		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(10)},
+//		{Algorithm: strategy.FixedWindow, Limit: strategy.PerHour(1000)},
 //	})
 //
 // A Limiter implements strategy.Strategy, so it drops in wherever one
 // algorithm does. Its Result is the most restrictive of the rules: the
 // smallest Remaining and the Limit of the rule that has it, the largest
-// RetryAfter of the rules that deny, the largest ResetAfter (see Combine).
+// RetryAfter of the rules that deny, the largest ResetAfter (on a tie of Remaining, the smaller
+// capacity, then the earlier rule). Limit returns the most restrictive
+// rule's Limit.
 // AllowNEach also returns each rule's own Result, e.g. for one RateLimit
 // header per policy.
 //

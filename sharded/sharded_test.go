@@ -67,16 +67,16 @@ func TestShares(t *testing.T) {
 		{strategy.MaxUnits, 3, []int64{366503875926, 366503875925, 366503875925}},
 	} {
 		t.Run(fmt.Sprintf("%d over %d", c.total, c.n), func(t *testing.T) {
-			got := Shares(c.total, c.n)
+			got := splitShares(c.total, c.n)
 			if !slices.Equal(got, c.want) {
-				t.Fatalf("Shares(%d, %d) = %v, want %v", c.total, c.n, got, c.want)
+				t.Fatalf("splitShares(%d, %d) = %v, want %v", c.total, c.n, got, c.want)
 			}
 			var sum int64
 			for _, s := range got {
 				sum += s
 			}
 			if sum != c.total {
-				t.Fatalf("Shares(%d, %d) sum to %d", c.total, c.n, sum)
+				t.Fatalf("splitShares(%d, %d) sum to %d", c.total, c.n, sum)
 			}
 		})
 	}
@@ -103,8 +103,8 @@ func TestShardCount(t *testing.T) {
 		{"one shard", 1, strategy.PerMinute(100), 1, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := Count(c.shards, c.lim); got != c.want {
-				t.Fatalf("Count(%d, %v) = %d, want %d", c.shards, c.lim, got, c.want)
+			if got := shardCount(c.shards, c.lim); got != c.want {
+				t.Fatalf("shardCount(%d, %v) = %d, want %d", c.shards, c.lim, got, c.want)
 			}
 			l := mustNew(t, c.shards, c.lim, localLog(clock))
 			if l.Shards() != c.want {
@@ -336,6 +336,7 @@ func (n noShard) Peek(ctx context.Context, key string) (strategy.Result, error) 
 func (n noShard) Reset(ctx context.Context, key string) error {
 	return n.st.Reset(context.Background(), key)
 }
+func (n noShard) Limit() strategy.Limit { return n.st.Limit() }
 
 // TestResultsForTheSubject checks how the subject's Result is derived from
 // the shards tried.

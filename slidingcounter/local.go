@@ -15,13 +15,15 @@ import (
 // subject's state is dropped when the window after its last recorded one
 // ends.
 type Local struct {
+	shardAware
 	t        localstore.Twin[counts]
 	windowMs int64
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // counts holds the units recorded in window idx (now / window) and in the
@@ -36,16 +38,21 @@ type counts struct {
 // options, only WithClock matters; the default clock is time.Now. It fails
 // as New does.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("slidingcounter", lim, opts, checkProduct)
+	o, err := redisx.Setup(lim, opts, checkProduct)
 	if err != nil {
 		return nil, err
 	}
+	lim.Burst = 0
 	w := lim.Window.Milliseconds()
 	return &Local{t: localstore.NewTwin[counts](lim, o, w), windowMs: w}, nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // AllowN records n units for key if the estimated units in the sliding
 // window plus n do not exceed the limit.
@@ -111,10 +118,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

@@ -14,13 +14,15 @@ import (
 // subject costs a small fixed amount (two int64 and the map entry) and is
 // dropped once its bucket is full again.
 type Local struct {
+	shardAware
 	t  localstore.Twin[bucket]
 	sc scale
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // bucket is a subject's state. The zero bucket is full.
@@ -32,7 +34,7 @@ type bucket struct {
 // NewLocal returns the in-process twin of New. Of the options, only
 // WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("tokenbucket", lim, opts)
+	o, err := redisx.Setup(lim, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +47,9 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 
 // Limit returns the limit the strategy enforces.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // AllowN takes n tokens from key's bucket if it holds at least n.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
@@ -109,10 +114,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key: the subject starts again with a full bucket.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

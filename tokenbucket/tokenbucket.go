@@ -3,7 +3,6 @@ package tokenbucket
 import (
 	"context"
 	_ "embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,6 +22,8 @@ var script = redis.NewScript(scriptSrc)
 
 // Limiter is the token bucket on Redis. It is safe for concurrent use.
 type Limiter struct {
+	shardAware
+	queueable
 	b  redisx.Base
 	sc scale
 	// the constant script arguments, boxed once
@@ -30,8 +31,10 @@ type Limiter struct {
 }
 
 var (
-	_ strategy.Strategy = (*Limiter)(nil)
-	_ keys.ShardAware   = (*Limiter)(nil)
+	_ strategy.Strategy        = (*Limiter)(nil)
+	_ keys.ShardAware          = (*Limiter)(nil)
+	_ redisx.Queueable         = (*Limiter)(nil)
+	_ strategy.ContextHonourer = (*Limiter)(nil)
 )
 
 // New returns a token bucket that keeps each subject's bucket in Redis
@@ -53,6 +56,11 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 
 // Limit returns the limit the strategy enforces.
 func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the Redis client does (see
+// strategy.ContextHonourer).
+func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
 
 // Key returns the Redis key that holds key's bucket.
 func (l *Limiter) Key(key string) string { return l.b.Key(key) }
@@ -79,15 +87,6 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 // Reset deletes key's bucket: the subject starts again with a full one.
 func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
 
-// ShardAware marks the Limiter as honouring the shard index that the
-// sharded wrapper passes. It does nothing.
-func (*Limiter) ShardAware() {}
-
-// Queueable marks the Limiter's Peek and Reset as one script call each,
-// which the sharded wrapper sends for all shards in one pipeline. It does
-// nothing.
-func (*Limiter) Queueable() {}
-
 // scale is the exact integer form of a limit: one token is wp units, every
 // millisecond refills lp units, and a full bucket holds full units.
 type scale struct {
@@ -104,7 +103,7 @@ func (s scale) denyAll() bool { return s.lp == 0 }
 func newScale(lim strategy.Limit) (scale, error) {
 	x, err := exact.Of(lim)
 	if err != nil {
-		return scale{}, fmt.Errorf("tokenbucket: %w", err)
+		return scale{}, err
 	}
 	s := scale{lp: x.LP, wp: x.WP, capacity: x.Capacity, full: x.Full}
 	if !s.denyAll() {
@@ -112,3 +111,11 @@ func newScale(lim strategy.Limit) (scale, error) {
 	}
 	return s, nil
 }
+
+// shardAware and queueable mark a Limiter as reading the shard index from
+// the context, and its Peek and Reset as one script call each, which the
+// sharded wrapper sends for all shards in one pipeline.
+type (
+	shardAware = keys.Aware
+	queueable  = redisx.Queue
+)
