@@ -118,7 +118,7 @@ func checkFailure(cfg Config, wrapped bool) error {
 	}{
 		{"Algorithm", cfg.Algorithm != ""}, {"Limit", cfg.Limit != 0}, {"Window", cfg.Window != 0},
 		{"Burst", cfg.Burst != 0}, {"Shards", cfg.Shards != 0}, {"Prefix", cfg.Prefix != ""},
-		{"LocalShare", cfg.LocalShare != 0},
+		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0},
 	} {
 		if f.set {
 			return fmt.Errorf("%w: Wrap: %s must be zero: the strategy given is what is enforced", strategy.ErrInvalidOption, f.name)
@@ -143,7 +143,9 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 		return nil, fmt.Errorf("%w: OnFailure %q needs a fallback strategy (WithFallback)", strategy.ErrInvalidOption, FailLocal)
 	}
 	lim := st.Limit()
-	cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
+	if cfg.Algorithm != Multi {
+		cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
+	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
@@ -173,23 +175,6 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 func honours(st strategy.Strategy) bool {
 	h, ok := st.(strategy.ContextHonourer)
 	return ok && h.HonoursContext()
-}
-
-// localLimit is the Limit and Burst one process enforces under FailLocal:
-// LocalShare of each, rounded up so that a process allows at least one
-// unit of a non-zero limit.
-func (c Config) localLimit() (limit, burst int64) {
-	share := c.LocalShare
-	if share == 0 || share == 1 {
-		return c.Limit, c.Burst
-	}
-	scale := func(v int64) int64 {
-		if v == 0 {
-			return 0
-		}
-		return max(1, int64(math.Ceil(float64(v)*share-1e-9)))
-	}
-	return scale(c.Limit), scale(c.Burst)
 }
 
 // decide makes one decision (AllowN, or Peek when op is opPeek) and reports

@@ -35,6 +35,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -46,6 +47,7 @@ import (
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -62,35 +64,41 @@ type Limit = strategy.Limit
 // Never is the RetryAfter of a request that can never pass.
 const Never = strategy.Never
 
-// Algorithm names a rate-limiting algorithm.
-type Algorithm string
+// Algorithm names a rate-limiting algorithm; see strategy.Algorithm.
+type Algorithm = strategy.Algorithm
 
 // The algorithms a Config can name.
 const (
 	// SlidingLog is exact: a sorted set of every request in the window.
 	// Memory grows with the requests in the window. Package slidinglog.
-	SlidingLog Algorithm = "sliding_log"
+	SlidingLog = strategy.SlidingLog
 	// CompactLog makes the sliding log's exact decisions from one compact
 	// string per subject: 1 to 6 bytes per unit in the window (2 for
 	// windows up to 65.5 s), Limit at most compactlog.MaxLimit. Package
 	// compactlog.
-	CompactLog Algorithm = "compact_log"
+	CompactLog = strategy.CompactLog
 	// FixedWindow counts units per window aligned to multiples of Window
 	// since the epoch: one integer per subject, but up to twice the limit
 	// across a window boundary. Package fixedwindow.
-	FixedWindow Algorithm = "fixed_window"
+	FixedWindow = strategy.FixedWindow
 	// TokenBucket holds up to Burst (default Limit) tokens refilled at Limit
 	// per Window, exactly: one small hash per subject. Package tokenbucket.
-	TokenBucket Algorithm = "token_bucket"
+	TokenBucket = strategy.TokenBucket
 	// GCRA is the generic cell rate algorithm: the token bucket's decisions
 	// from one stored instant per subject. Package gcra.
-	GCRA Algorithm = "gcra"
+	GCRA = strategy.GCRA
 	// SlidingCounter approximates the sliding window from the current and
 	// previous fixed windows' counts, interpolated: one integer per subject,
 	// at most about twice the limit in the worst sliding window, the limit
 	// in every aligned one. Package slidingcounter.
-	SlidingCounter Algorithm = "sliding_counter"
+	SlidingCounter = strategy.SlidingCounter
+	// Multi enforces Config.Rules together, all or nothing: several limits
+	// on one subject (10 a second and 1,000 an hour). Package multilimit.
+	Multi Algorithm = "multi"
 )
+
+// Rule is one limit of a Multi Config; see multilimit.Rule.
+type Rule = multilimit.Rule
 
 // algorithm is how the facade builds one algorithm.
 type algorithm struct {
@@ -121,7 +129,8 @@ var algorithms = map[Algorithm]algorithm{
 	GCRA:           pair(gcra.New, gcra.NewLocal),
 }
 
-// Algorithms returns the valid algorithm names, sorted.
+// Algorithms returns the names of the single algorithms, sorted (Multi,
+// which combines some of them, is not among them).
 func Algorithms() []Algorithm {
 	names := make([]Algorithm, 0, len(algorithms))
 	for a := range algorithms {
@@ -142,6 +151,7 @@ type Config struct {
 	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
 	Shards    int           // > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
 	Prefix    string        // key namespace; default "rl:"
+	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
 
 	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
 	// record as usual, but never deny (see Mode).
@@ -241,19 +251,13 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	ev := new(evictions)
-	st, err := build(cfg, o, ev, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
-		return a.newRedis(rdb, lim, so...)
-	})
+	st, err := build(rdb, cfg, o, ev)
 	if err != nil {
 		return nil, err
 	}
 	var fallback strategy.Strategy
 	if cfg.OnFailure == FailLocal {
-		local := cfg
-		local.Limit, local.Burst = cfg.localLimit()
-		if fallback, err = build(local, o, ev, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
-			return a.newLocal(lim, so...)
-		}); err != nil {
+		if fallback, err = build(nil, cfg.local(), o, ev); err != nil {
 			return nil, err
 		}
 	}
@@ -272,22 +276,26 @@ func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	ev := new(evictions)
-	st, err := build(cfg, o, ev, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
-		return a.newLocal(lim, so...)
-	})
+	st, err := build(nil, cfg, o, ev)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: st.Limit().Capacity(), checked: true, ev: ev}
+	lim := st.Limit()
+	cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
+	if cfg.Algorithm == Multi {
+		cfg.Limit, cfg.Window, cfg.Burst = 0, 0, 0
+	}
+	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: true, ev: ev}
 	return l.withTiers()
 }
 
 // Wrap returns a Limiter that enforces st, any strategy.Strategy (one of
 // this module's, sharded, multilimit or your own), with the features New
 // gives: the failure policy, Timeout and breaker, the denial cache, the
-// Observer, Wait. From cfg it takes Name, OnFailure and Timeout; the fields
-// that describe a strategy to build (Algorithm, Limit, Window, Burst,
-// Shards, Prefix, LocalShare) must be zero. FailLocal needs WithFallback.
+// Observer, Wait. From cfg it takes Name, Mode, Tiers, OnFailure and
+// Timeout; the fields that describe a strategy to build (Algorithm, Limit,
+// Window, Burst, Shards, Prefix, Rules, LocalShare) must be zero. FailLocal
+// needs WithFallback.
 //
 // st is called on the caller's goroutine when it implements
 // strategy.ContextHonourer and says so; otherwise on a worker goroutine, so
@@ -306,12 +314,48 @@ func Wrap(st strategy.Strategy, cfg Config, opts ...Option) (*Limiter, error) {
 	return wrap(st, cfg, o, o.fallback, new(evictions))
 }
 
-// build returns the strategy cfg describes, made by mk.
-func build(cfg Config, o options, ev *evictions, mk func(algorithm, strategy.Limit, []strategy.Option) (strategy.Strategy, error)) (strategy.Strategy, error) {
+// local returns the Config one process enforces under FailLocal:
+// LocalShare of each limit, rounded up so that a process allows at least
+// one unit of a non-zero limit.
+func (c Config) local() Config {
+	share := c.LocalShare
+	if share == 0 || share == 1 {
+		return c
+	}
+	scale := func(v int64) int64 {
+		if v == 0 {
+			return 0
+		}
+		return max(1, int64(math.Ceil(float64(v)*share-1e-9)))
+	}
+	c.Limit, c.Burst = scale(c.Limit), scale(c.Burst)
+	if len(c.Rules) > 0 {
+		rules := slices.Clone(c.Rules)
+		for i := range rules {
+			rules[i].Limit.Limit = scale(rules[i].Limit.Limit)
+		}
+		c.Rules = rules
+	}
+	return c
+}
+
+// build returns the strategy cfg describes: on Redis through rdb, or an
+// in-process twin when rdb is nil.
+func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.Strategy, error) {
+	so := []strategy.Option{strategy.WithClock(o.clock), strategy.WithOnEvict(ev.add)}
+	if o.maxSubjects > 0 {
+		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
+	}
+	if cfg.Prefix != "" {
+		so = append(so, strategy.WithPrefix(cfg.Prefix))
+	}
+	if cfg.Algorithm == Multi || len(cfg.Rules) > 0 {
+		return buildMulti(rdb, cfg, so)
+	}
 	a, ok := algorithms[cfg.Algorithm]
 	if !ok {
-		names := make([]string, 0, len(algorithms))
-		for _, n := range Algorithms() {
+		names := make([]string, 0, len(algorithms)+1)
+		for _, n := range append(Algorithms(), Multi) {
 			names = append(names, fmt.Sprintf("%q", n))
 		}
 		return nil, fmt.Errorf("%w: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(cfg.Algorithm)))
@@ -322,20 +366,35 @@ func build(cfg Config, o options, ev *evictions, mk func(algorithm, strategy.Lim
 	case cfg.Shards > sharded.MaxShards:
 		return nil, fmt.Errorf("%w: Shards must be <= %d (sharded.MaxShards), got %d", strategy.ErrInvalidOption, sharded.MaxShards, cfg.Shards)
 	}
-	so := []strategy.Option{strategy.WithClock(o.clock), strategy.WithOnEvict(ev.add)}
-	if o.maxSubjects > 0 {
-		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
-	}
-	if cfg.Prefix != "" {
-		so = append(so, strategy.WithPrefix(cfg.Prefix))
+	mk := func(lim strategy.Limit) (strategy.Strategy, error) {
+		if rdb == nil {
+			return a.newLocal(lim, so...)
+		}
+		return a.newRedis(rdb, lim, so...)
 	}
 	if cfg.Shards > 1 {
 		// each shard's strategy through the same constructor, with its share
-		return sharded.New(cfg.Shards, cfg.limit(), func(lim strategy.Limit) (strategy.Strategy, error) {
-			return mk(a, lim, so)
-		})
+		return sharded.New(cfg.Shards, cfg.limit(), mk)
 	}
-	return mk(a, cfg.limit(), so)
+	return mk(cfg.limit())
+}
+
+// buildMulti returns the multilimit strategy of a Multi cfg.
+func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.Strategy, error) {
+	switch {
+	case cfg.Algorithm != Multi:
+		return nil, fmt.Errorf("%w: Rules need Algorithm %q, got %s", strategy.ErrInvalidOption, Multi, quote.Value(string(cfg.Algorithm)))
+	case len(cfg.Rules) == 0:
+		return nil, fmt.Errorf("%w: Rules: Algorithm %q needs at least one rule", strategy.ErrInvalidOption, Multi)
+	case cfg.Limit != 0 || cfg.Window != 0 || cfg.Burst != 0:
+		return nil, fmt.Errorf("%w: Limit, Window and Burst must be 0 with Algorithm %q: each rule has its own", strategy.ErrInvalidOption, Multi)
+	case cfg.Shards > 1:
+		return nil, fmt.Errorf("%w: Shards must be 0 or 1 with Algorithm %q", strategy.ErrInvalidOption, Multi)
+	}
+	if rdb == nil {
+		return multilimit.NewLocal(cfg.Rules, so...)
+	}
+	return multilimit.New(rdb, cfg.Rules, so...)
 }
 
 // Config returns the configuration the Limiter enforces. For a Limiter made

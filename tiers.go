@@ -37,9 +37,8 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 		t := *l
 		t.tiers = nil
 		t.tier, t.lim = name, lim
-		share := Config{Limit: lim.Limit, Burst: lim.Burst, LocalShare: l.cfg.LocalShare}
-		t.localLim = strategy.Limit{Window: lim.Window}
-		t.localLim.Limit, t.localLim.Burst = share.localLimit()
+		share := Config{Limit: lim.Limit, Burst: lim.Burst, LocalShare: l.cfg.LocalShare}.local()
+		t.localLim = strategy.Limit{Limit: share.Limit, Window: lim.Window, Burst: share.Burst}
 		t.cfg.Limit, t.cfg.Burst = lim.Limit, lim.Burst
 		t.capacity = lim.Capacity()
 		if l.st.Limit().Burst == 0 { // the algorithm has no burst

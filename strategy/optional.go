@@ -15,6 +15,3 @@ type LimitOverrider interface {
 	AllowNWith(ctx context.Context, key string, n int64, lim Limit) (Result, error)
 	PeekWith(ctx context.Context, key string, lim Limit) (Result, error)
 }
-
-// ContextHonourer (placeholder, helper A defines it).
-type ContextHonourer interface{ HonoursContext() bool }

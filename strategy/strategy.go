@@ -104,8 +104,6 @@ type Result struct {
 // Strategy is a rate-limiting algorithm. Implementations are safe for
 // concurrent use; every method honours ctx.
 type Strategy interface {
-	// Limit returns the limit the strategy enforces.
-	Limit() Limit
 	// AllowN decides whether n units may be spent now by the subject key and
 	// records them only if allowed. A denial is a Result with Allowed false,
 	// not an error. n = 0 behaves as Peek.
