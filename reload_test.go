@@ -37,6 +37,9 @@ func setBuilders() []setBuilder {
 		{name: "redis", redis: true, new: func(t *testing.T, p ratelimit.Policies, clock strategy.Clock) (*ratelimit.Set, error) {
 			return ratelimit.NewSet(testredis.Shared(t).Client(t), p, ratelimit.WithClock(clock))
 		}},
+		{name: "cluster", redis: true, new: func(t *testing.T, p ratelimit.Policies, clock strategy.Clock) (*ratelimit.Set, error) {
+			return ratelimit.NewSet(testredis.SharedCluster(t).Client(t), p, ratelimit.WithClock(clock))
+		}},
 	}
 }
 
@@ -361,7 +364,7 @@ func TestReloadUnderLoad(t *testing.T) {
 			const deciders = 4
 			reloads, minDecisions := 200, 1500
 			if b.redis {
-				reloads, minDecisions = 60, 300
+				reloads, minDecisions = 60, 300 // a round trip per decision
 			}
 			seed := uint64(time.Now().UnixNano())
 			t.Logf("seed %d", seed)
