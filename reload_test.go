@@ -337,6 +337,7 @@ func TestUpdateRemovedLimiterIsCollected(t *testing.T) {
 				runtime.GC()
 				time.Sleep(time.Millisecond)
 			}
+			runtime.KeepAlive(set) // the Set lives on: only it may let go
 		})
 	}
 }

@@ -346,6 +346,9 @@ func (m *Middleware) limiter() (*bound, error) {
 	}
 	l, err := m.set.Get(m.policy)
 	if err != nil {
+		if b != nil {
+			m.cur.CompareAndSwap(b, nil) // the policy is gone: let its Limiter go
+		}
 		return nil, err
 	}
 	if b != nil && b.src == l {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/httplimit"
@@ -22,6 +24,15 @@ func localSet(t testing.TB, p ratelimit.Policies) *ratelimit.Set {
 		t.Fatal(err)
 	}
 	return set
+}
+
+func mustGetLimiter(t *testing.T, set *ratelimit.Set, name string) *ratelimit.Limiter {
+	t.Helper()
+	l, err := set.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func loginPolicy(limit int64) ratelimit.Policies {
@@ -64,6 +75,7 @@ func TestNewForPolicyFollowsUpdate(t *testing.T) {
 	check(t, "after an Update that changes nothing", do(h, req{}), want{status: 429, policy: `"login";q=1;w=60`, rateLimit: `"login";r=0;t=60`, retry: "60"})
 
 	// removed: the ErrorHandler, with Get's error
+	oldLogin := weak.Make(mustGetLimiter(t, set, "login"))
 	p := loginPolicy(1)
 	delete(p, "login")
 	if err := set.Update(p); err != nil {
@@ -80,6 +92,14 @@ func TestNewForPolicyFollowsUpdate(t *testing.T) {
 	if w := do(h, req{}); w.Code != 500 || w.Header().Get("RateLimit-Policy") != "" {
 		t.Errorf("after login's removal: %d, RateLimit-Policy %q; want 500 without rate-limit headers", w.Code, w.Header().Get("RateLimit-Policy"))
 	}
+	// and the middleware lets the removed policy's Limiter go
+	for i := 0; oldLogin.Value() != nil; i++ {
+		if i == 100 {
+			t.Fatal("the removed policy's Limiter is still reachable from the middleware after 100 collections")
+		}
+		runtime.GC()
+	}
+	runtime.KeepAlive(h) // the middleware lives on: only its cache may let go
 	if err := set.Update(ratelimit.Policies{"login": p["other"]}); err != nil {
 		t.Fatal(err)
 	}
