@@ -179,7 +179,7 @@ type Set struct {
 // *PolicyError naming the policy and the field when one is invalid.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
 	}
 	return newSet(p, func(c Config) (*Limiter, error) { return New(rdb, c, opts...) })
 }
@@ -212,7 +212,7 @@ func (s *Set) Get(name string) (*Limiter, error) {
 	for i, n := range st.names {
 		quoted[i] = quote.Value(n)
 	}
-	return nil, fmt.Errorf("%w: ratelimit: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
+	return nil, fmt.Errorf("%w: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
 // Names returns the names of the policies in force, sorted.

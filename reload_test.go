@@ -148,8 +148,9 @@ func TestUpdateKeepsChangesRemovesAdds(t *testing.T) {
 					t.Errorf("login's old Limiter after Update: Limit %d; want 5, its own", r.Limit)
 				}
 				// removed: Get names it
-				if _, err := set.Get("upload"); !errors.Is(err, strategy.ErrInvalidOption) || !strings.Contains(err.Error(), `no policy "upload"`) {
-					t.Errorf(`Get("upload") after its removal = %v; want an error naming it`, err)
+				if _, err := set.Get("upload"); !errors.Is(err, strategy.ErrInvalidOption) || !strings.Contains(err.Error(), `no policy "upload"`) ||
+					strings.Count(err.Error(), "ratelimit:") != 1 {
+					t.Errorf(`Get("upload") after its removal = %v; want an error naming it, with one prefix`, err)
 				}
 				// added
 				if r := peek(t, mustGet(t, set, "search"), "user:1"); r.Limit != 2 || r.Remaining != 2 {
