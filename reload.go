@@ -26,8 +26,8 @@ type setState struct {
 //     twin, a FailLocal twin, the denial cache, the circuit breaker;
 //   - a changed policy gets a new Limiter. On Redis (NewSet) it works on the
 //     same keys, so its subjects keep the units they spent unless the
-//     algorithm changed (each algorithm has keys of its own, so a swap
-//     starts its subjects empty, without WRONGTYPE); in process
+//     algorithm or the prefix changed (each algorithm has keys of its own,
+//     so a swap starts its subjects empty, without WRONGTYPE); in process
 //     (NewLocalSet) it starts empty;
 //   - a removed policy is gone: Get returns an error naming it.
 //
