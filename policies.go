@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -134,7 +136,7 @@ func (p Policies) Validate() error {
 		c, _ := scoped(name, p[name])
 		// NewLocal checks exactly what New checks, and holds no resources.
 		if _, err := NewLocal(c); err != nil {
-			return &PolicyError{Policy: name, Err: err}
+			return policyError(name, err)
 		}
 	}
 	return nil
@@ -164,18 +166,20 @@ func (p Policies) scopedAll() ([]Config, error) {
 	return out, nil
 }
 
-// Set holds one Limiter per policy. It is safe for concurrent use.
+// Set holds one Limiter per policy. It is safe for concurrent use; Update
+// replaces its policies atomically (see Update).
 type Set struct {
-	limiters map[string]*Limiter
-	names    []string
+	state atomic.Pointer[setState]
+	mk    func(Config) (*Limiter, error) // New or NewLocal, with the Set's client and options
+	mu    sync.Mutex                     // serializes Update
 }
 
 // NewSet builds a Limiter on Redis (through rdb, as New) for every policy.
 // Each Limiter's Config has Name set to its policy's name and its own key
 // namespace, Prefix + name + ":" (Prefix defaults to "rl:"), so two policies
 // never share keys and policy "login" keeps its keys under "rl:login:". opts
-// apply to every Limiter. It fails with a *PolicyError naming the policy
-// and the field when one is invalid.
+// apply to every Limiter, and to those Update builds. It fails with a
+// *PolicyError naming the policy and the field when one is invalid.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
@@ -189,37 +193,33 @@ func NewLocalSet(p Policies, opts ...Option) (*Set, error) {
 }
 
 func newSet(p Policies, mk func(Config) (*Limiter, error)) (*Set, error) {
-	cfgs, err := p.scopedAll()
+	s := &Set{mk: mk}
+	st, err := s.build(p, nil)
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{limiters: make(map[string]*Limiter, len(cfgs)), names: make([]string, 0, len(cfgs))}
-	for _, c := range cfgs {
-		l, err := mk(c)
-		if err != nil {
-			return nil, &PolicyError{Policy: c.Name, Err: err}
-		}
-		s.limiters[c.Name] = l
-		s.names = append(s.names, c.Name)
-	}
+	s.state.Store(st)
 	return s, nil
 }
 
 // Get returns the Limiter of the named policy, or an error wrapping
-// strategy.ErrInvalidOption that lists the policies there are.
+// strategy.ErrInvalidOption that lists the policies there are. It reads the
+// policies in force (see Update) without locking: call it per decision
+// rather than keeping the Limiter, so that a reload reaches the caller.
 func (s *Set) Get(name string) (*Limiter, error) {
-	if l, ok := s.limiters[name]; ok {
+	st := s.state.Load()
+	if l, ok := st.limiters[name]; ok {
 		return l, nil
 	}
-	quoted := make([]string, len(s.names))
-	for i, n := range s.names {
+	quoted := make([]string, len(st.names))
+	for i, n := range st.names {
 		quoted[i] = quote.Value(n)
 	}
 	return nil, fmt.Errorf("%w: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
-// Names returns the policy names, sorted.
-func (s *Set) Names() []string { return slices.Clone(s.names) }
+// Names returns the names of the policies in force, sorted.
+func (s *Set) Names() []string { return slices.Clone(s.state.Load().names) }
 
 // ParsePolicies decodes policies from JSON (the format is in the Policies
 // doc) and validates them. Field names are lowercase and exact; an unknown
