@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -272,35 +273,21 @@ func (p *Policies) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// goToJSON maps the Config fields that validation errors name to their
-// JSON names.
-var goToJSON = []struct{ goName, jsonName string }{
-	{"Algorithm", "algorithm"}, {"LocalShare", "local_share"}, {"Limit", "limit"},
-	{"Window", "window"}, {"Burst", "burst"}, {"Shards", "shards"}, {"Prefix", "prefix"},
-	{"prefix", "prefix"}, {"OnFailure", "on_failure"}, {"Timeout", "timeout"},
-	{"Mode", "mode"}, {"Tiers", "tiers"}, {"Rules", "rules"}, {"Candidate", "candidate"},
-}
-
 // jsonNamed makes a validation error of a policy read from JSON name the
-// JSON field at fault, not the Go one: field "on_failure", not OnFailure.
+// JSON field at fault, not the Go one: "on_failure must", not "OnFailure
+// must".
 func jsonNamed(err error) error {
 	var pe *PolicyError
-	if !errors.As(err, &pe) || pe.Field != "" {
+	if !errors.As(err, &pe) {
 		return err
 	}
-	msg := pe.Err.Error()
-	first, field := len(msg), ""
-	for _, f := range goToJSON {
-		for _, form := range []string{f.goName + " must", f.goName + ":"} {
-			if i := strings.Index(msg, form); i >= 0 && i < first {
-				first, field = i, f.jsonName
-			}
-		}
+	if pe.Field == "" {
+		pe = policyError(pe.Policy, pe.Err)
 	}
-	if field == "" {
+	if pe.Field == "" {
 		return err
 	}
-	return &PolicyError{Policy: pe.Policy, Field: field, Err: jsonMessage{pe.Err, field}}
+	return &PolicyError{Policy: pe.Policy, Field: pe.Field, Err: jsonMessage{pe.Err, pe.Field}}
 }
 
 // jsonMessage is an error whose message names a Config field by its JSON
@@ -312,7 +299,7 @@ type jsonMessage struct {
 
 func (m jsonMessage) Error() string {
 	msg := m.err.Error()
-	for _, f := range goToJSON {
+	for _, f := range configFields {
 		if f.jsonName == m.field {
 			msg = strings.Replace(msg, f.goName+" must", f.jsonName+" must", 1)
 			msg = strings.Replace(msg, f.goName+":", f.jsonName+":", 1)
@@ -337,10 +324,16 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 		b.Write(k)
 		b.WriteByte(':')
 		pj := policyJSON{
-			Algorithm: string(c.Algorithm), Limit: c.Limit, Window: c.Window.String(),
+			Algorithm: string(c.Algorithm), Limit: &c.Limit, Window: c.Window.String(),
 			Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
 			OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
 			Mode: string(c.Mode),
+		}
+		for _, r := range c.Rules {
+			pj.Rules = append(pj.Rules, ruleJSON{Algorithm: string(r.Algorithm), Limit: r.Limit.Limit, Window: r.Limit.Window.String()})
+		}
+		if c.Algorithm == Multi {
+			pj.Limit, pj.Window = nil, ""
 		}
 		if len(c.Tiers) > 0 {
 			pj.Tiers = make(map[string]tierJSON, len(c.Tiers))
@@ -364,16 +357,24 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 // policyJSON is the JSON form of one policy, for MarshalJSON.
 type policyJSON struct {
 	Algorithm  string              `json:"algorithm"`
-	Limit      int64               `json:"limit"`
-	Window     string              `json:"window"`
+	Limit      *int64              `json:"limit,omitempty"`
+	Window     string              `json:"window,omitempty"`
 	Burst      int64               `json:"burst,omitempty"`
 	Shards     int                 `json:"shards,omitempty"`
 	Prefix     string              `json:"prefix,omitempty"`
+	Rules      []ruleJSON          `json:"rules,omitempty"`
 	Mode       string              `json:"mode,omitempty"`
 	Tiers      map[string]tierJSON `json:"tiers,omitempty"`
 	OnFailure  string              `json:"on_failure,omitempty"`
 	LocalShare float64             `json:"local_share,omitempty"`
 	Timeout    string              `json:"timeout,omitempty"`
+}
+
+// ruleJSON is the JSON form of one rule.
+type ruleJSON struct {
+	Algorithm string `json:"algorithm"`
+	Limit     int64  `json:"limit"`
+	Window    string `json:"window"`
 }
 
 // tierJSON is the JSON form of one tier.
@@ -451,6 +452,12 @@ func decodePolicy(data []byte) (Config, error) {
 				return c, fieldErr(typeError("a string", e.value))
 			}
 			c.Mode = Mode(m)
+		case "rules":
+			rules, err := decodeRules(e.value)
+			if err != nil {
+				return c, fieldErr(err)
+			}
+			c.Rules = rules
 		case "tiers":
 			tiers, err := decodeTiers(e.value)
 			if err != nil {
@@ -467,7 +474,11 @@ func decodePolicy(data []byte) (Config, error) {
 			return c, fieldErr(fmt.Errorf("%w: unknown field; the fields are %s", strategy.ErrInvalidOption, policyFields))
 		}
 	}
-	for _, required := range []string{"algorithm", "limit", "window"} {
+	required := []string{"algorithm", "limit", "window"}
+	if c.Algorithm == Multi {
+		required = []string{"rules"}
+	}
+	for _, required := range required {
 		if !slices.ContainsFunc(entries, func(e entry) bool { return e.key == required }) {
 			return c, &PolicyError{Field: required, Err: fmt.Errorf("%w: missing", strategy.ErrInvalidOption)}
 		}
@@ -477,9 +488,65 @@ func decodePolicy(data []byte) (Config, error) {
 
 // maxPolicyFields bounds the members of one policy object: the fields
 // there are, once each.
-const maxPolicyFields = 11
+const maxPolicyFields = 12
 
-const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "mode", "tiers", "on_failure", "local_share", "timeout"`
+const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "rules", "mode", "tiers", "on_failure", "local_share", "timeout"`
+
+// decodeRules decodes "rules": an array of at most multilimit.MaxRules
+// objects with "algorithm", "limit" and "window", all required.
+func decodeRules(data []byte) ([]Rule, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, typeError("an array of rules", data)
+	}
+	if len(raw) > multilimit.MaxRules {
+		return nil, fmt.Errorf("%w: want at most %d rules (multilimit.MaxRules), got %d", strategy.ErrInvalidOption, multilimit.MaxRules, len(raw))
+	}
+	rules := make([]Rule, 0, len(raw))
+	for i, r := range raw {
+		fields, err := objectEntries(r, 3, "fields")
+		if err != nil {
+			return nil, fmt.Errorf("%w: rule %d: %w", strategy.ErrInvalidOption, i, err)
+		}
+		var rule Rule
+		seen := 0
+		for _, f := range fields {
+			bad := func(want string) error {
+				return fmt.Errorf("rule %d: field %s: %w", i, quote.Value(f.key), typeError(want, f.value))
+			}
+			switch f.key {
+			case "algorithm":
+				var a string
+				if json.Unmarshal(f.value, &a) != nil {
+					return nil, bad("a string")
+				}
+				rule.Algorithm = Algorithm(a)
+			case "limit":
+				if json.Unmarshal(f.value, &rule.Limit.Limit) != nil {
+					return nil, bad("an integer")
+				}
+			case "window":
+				var w string
+				if json.Unmarshal(f.value, &w) != nil {
+					return nil, bad(`a duration string like "1m"`)
+				}
+				d, err := time.ParseDuration(w)
+				if err != nil {
+					return nil, fmt.Errorf("%w: rule %d: want a duration string like \"1m\", got %s", strategy.ErrInvalidOption, i, quote.Value(w))
+				}
+				rule.Limit.Window = d
+			default:
+				return nil, fmt.Errorf("%w: rule %d: unknown field %s; the fields are \"algorithm\", \"limit\" and \"window\"", strategy.ErrInvalidOption, i, quote.Value(f.key))
+			}
+			seen++
+		}
+		if seen != 3 {
+			return nil, fmt.Errorf("%w: rule %d: \"algorithm\", \"limit\" and \"window\" are required", strategy.ErrInvalidOption, i)
+		}
+		rules = append(rules, rule)
+	}
+	return rules, nil
+}
 
 // decodeTiers decodes "tiers": an object of tier names to objects with
 // "limit" (required) and "burst".

@@ -193,6 +193,10 @@ var configFields = []struct{ goName, jsonName string }{
 	{"OnFailure", "on_failure"},
 	{"LocalShare", "local_share"},
 	{"Timeout", "timeout"},
+	{"Mode", "mode"},
+	{"Tiers", "tiers"},
+	{"Rules", "rules"},
+	{"Candidate", "candidate"},
 }
 
 // policyError returns err, from building policy name's Limiter, as a
@@ -201,14 +205,16 @@ func policyError(name string, err error) *PolicyError {
 	msg := err.Error()
 	field, at := "", len(msg)
 	for _, f := range configFields {
-		i := strings.Index(msg, f.goName+" must")
-		if i < 0 || i >= at {
-			continue
+		for _, form := range []string{f.goName + " must", f.goName + ":"} {
+			i := strings.Index(msg, form)
+			if i < 0 || i >= at {
+				continue
+			}
+			if i > 0 && isIdentByte(msg[i-1]) {
+				continue // part of a longer name
+			}
+			field, at = f.jsonName, i
 		}
-		if i > 0 && isIdentByte(msg[i-1]) {
-			continue // part of a longer name
-		}
-		field, at = f.jsonName, i
 	}
 	return &PolicyError{Policy: name, Field: field, Err: err}
 }

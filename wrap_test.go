@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -307,6 +308,74 @@ func TestShadowMode(t *testing.T) {
 		h.ServeHTTP(w, req)
 		if w.Code != http.StatusOK || w.Header().Get("RateLimit") == "" {
 			t.Errorf("request %d: status %d, RateLimit %q; want 200 with the headers", i, w.Code, w.Header().Get("RateLimit"))
+		}
+	}
+}
+
+// TestMultiPolicy checks that multilimit joins Policies: rules from JSON,
+// on Redis and in process, with the facade's features, and back to JSON.
+func TestMultiPolicy(t *testing.T) {
+	ctx := context.Background()
+	doc := `{"api": {"algorithm": "multi", "rules": [
+		{"algorithm": "sliding_log", "limit": 2, "window": "1s"},
+		{"algorithm": "fixed_window", "limit": 3, "window": "1h"}], "on_failure": "local", "local_share": 0.5}}`
+	p, err := ratelimit.ParsePolicies([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rdb := conformance.Miniredis(t)
+	for _, backend := range []string{"redis", "local"} {
+		t.Run(backend, func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch.Add(time.Hour - 10*time.Second)) // well inside one hour
+			var set *ratelimit.Set
+			var err error
+			if backend == "redis" {
+				set, err = ratelimit.NewSet(rdb, p, ratelimit.WithClock(clock))
+			} else {
+				set, err = ratelimit.NewLocalSet(p, ratelimit.WithClock(clock))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := set.Get("api")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []bool{true, true, false} // the per-second rule
+			for i, w := range want {
+				if r, err := l.Allow(ctx, "k"); err != nil || r.Allowed != w {
+					t.Fatalf("Allow %d = %+v, %v; want allowed %v", i, r, err, w)
+				}
+			}
+			clock.Advance(time.Second)
+			want = []bool{true, false} // the hourly rule: 3 in all
+			for i, w := range want {
+				if r, err := l.Allow(ctx, "k"); err != nil || r.Allowed != w {
+					t.Fatalf("after a second, Allow %d = %+v, %v; want allowed %v", i, r, err, w)
+				}
+			}
+			if got := l.Config(); got.Algorithm != ratelimit.Multi || len(got.Rules) != 2 {
+				t.Errorf("Config() = %+v, want the multi policy", got)
+			}
+		})
+	}
+	out, err := p.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ratelimit.ParsePolicies(out)
+	if err != nil || !reflect.DeepEqual(back, p) {
+		t.Errorf("round trip through %s = %+v, %v; want %+v", out, back, err, p)
+	}
+	for _, bad := range []struct{ doc, want string }{
+		{`{"a": {"algorithm": "multi"}}`, `field "rules"`},
+		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "gcra", "limit": 1, "window": "1s"}]}}`, "gcra"},
+		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 1}]}}`, "required"},
+		{`{"a": {"algorithm": "multi", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, "must be 0"},
+		{`{"a": {"algorithm": "sliding_log", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, "Rules need"},
+	} {
+		if _, err := ratelimit.ParsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
 		}
 	}
 }
