@@ -217,7 +217,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 }
 
 // Shards returns the number of shards in use: the shards asked of New,
-// reduced when the limit is smaller (see Count).
+// reduced when the limit is smaller.
 func (l *Limiter) Shards() int { return len(l.st) }
 
 // Limits returns the limit each shard was built with; they sum to the
