@@ -34,7 +34,9 @@ var script = redis.NewScript(scriptSrc)
 // Limiter is the compact exact sliding log on Redis. It is safe for
 // concurrent use.
 type Limiter struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
 	shardAware
+	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
 	queueable
 	b        redisx.Base
 	windowMs int64
@@ -123,6 +125,8 @@ func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Rese
 // the context, and its Peek and Reset as one script call each, which the
 // sharded wrapper sends for all shards in one pipeline.
 type (
+	//lint:ignore U1000 used by the embedded field shardAware
 	shardAware = keys.Aware
-	queueable  = redisx.Queue
+	//lint:ignore U1000 used by the embedded field queueable
+	queueable = redisx.Queue
 )

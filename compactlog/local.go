@@ -16,6 +16,7 @@ import (
 // plus a small header, and is dropped once its newest unit has left the
 // window.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
 	shardAware
 	t        localstore.Twin[runs]
 	windowMs int64

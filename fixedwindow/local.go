@@ -14,6 +14,7 @@ import (
 // clock, kept in this process only. It is safe for concurrent use. A
 // subject's state is dropped when its window ends.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
 	shardAware
 	t        localstore.Twin[counter]
 	windowMs int64

@@ -134,10 +134,10 @@ func splitShares(total int64, n int) []int64 {
 // strategies are reused for every shard with that share. Strategies of this
 // module read the shard index from the context and put it in their key
 // (<prefix><tag>:{<subject>#<i>}), which spreads the shards of one subject
-// over the nodes of a Redis Cluster. A strategy that does not implement
-// keys.ShardAware receives the subject with "#<i>" appended instead; the
-// wrapper's keys stay distinct as long as every subject of that strategy's
-// key space goes through the wrapper.
+// over the nodes of a Redis Cluster. A strategy from elsewhere receives the
+// subject with "#<i>" appended instead; the wrapper's keys stay distinct as
+// long as every subject of that strategy's key space goes through the
+// wrapper. Each shard's capacity is its strategy's Limit().Capacity().
 func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, error), opts ...Option) (*Limiter, error) {
 	if shards < 1 {
 		return nil, fmt.Errorf("%w: sharded: shards must be >= 1, got %d", strategy.ErrInvalidOption, shards)
@@ -217,7 +217,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 }
 
 // Shards returns the number of shards in use: the shards asked of New,
-// reduced when the limit is smaller (see Count).
+// reduced when the limit is smaller.
 func (l *Limiter) Shards() int { return len(l.st) }
 
 // Limits returns the limit each shard was built with; they sum to the

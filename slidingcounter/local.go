@@ -15,6 +15,7 @@ import (
 // subject's state is dropped when the window after its last recorded one
 // ends.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
 	shardAware
 	t        localstore.Twin[counts]
 	windowMs int64

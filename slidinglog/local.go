@@ -17,6 +17,7 @@ import (
 // A decision never allocates in proportion to its cost n, and takes
 // O(log entries) time (amortized), whichever way the clock moved.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
 	shardAware
 	t        localstore.Twin[unitlog.Log]
 	windowMs int64

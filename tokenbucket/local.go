@@ -14,6 +14,7 @@ import (
 // subject costs a small fixed amount (two int64 and the map entry) and is
 // dropped once its bucket is full again.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
 	shardAware
 	t  localstore.Twin[bucket]
 	sc scale
