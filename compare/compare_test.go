@@ -40,23 +40,47 @@ func wrap[T strategy.Strategy](st T, err error) (strategy.Strategy, error) { ret
 
 var algos = []algo{
 	{"fixed_window",
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(fixedwindow.New(r, l, o...)) },
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(fixedwindow.NewLocal(l, o...)) }},
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(fixedwindow.New(r, l, o...))
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(fixedwindow.NewLocal(l, o...))
+		}},
 	{"sliding_log",
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(slidinglog.New(r, l, o...)) },
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(slidinglog.NewLocal(l, o...)) }},
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(slidinglog.New(r, l, o...))
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(slidinglog.NewLocal(l, o...))
+		}},
 	{"compact_log",
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(compactlog.New(r, l, o...)) },
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(compactlog.NewLocal(l, o...)) }},
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(compactlog.New(r, l, o...))
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(compactlog.NewLocal(l, o...))
+		}},
 	{"sliding_counter",
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(slidingcounter.New(r, l, o...)) },
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(slidingcounter.NewLocal(l, o...)) }},
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(slidingcounter.New(r, l, o...))
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(slidingcounter.NewLocal(l, o...))
+		}},
 	{"token_bucket",
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(tokenbucket.New(r, l, o...)) },
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(tokenbucket.NewLocal(l, o...)) }},
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(tokenbucket.New(r, l, o...))
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(tokenbucket.NewLocal(l, o...))
+		}},
 	{"gcra",
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(gcra.New(r, l, o...)) },
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return wrap(gcra.NewLocal(l, o...)) }},
+		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(gcra.New(r, l, o...))
+		},
+		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return wrap(gcra.NewLocal(l, o...))
+		}},
 }
 
 // must returns v, and panics (failing the test with its stack) on an
