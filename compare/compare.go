@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -137,6 +138,7 @@ type Option func(*options)
 
 type options struct {
 	inline   bool
+	pipeline bool
 	inFlight int
 	timeout  time.Duration
 	report   ReportFunc
@@ -158,6 +160,21 @@ func (o *options) fail(err error) {
 // adds the candidate's round trip to every request.
 func WithInline() Option {
 	return func(o *options) { o.inline = true }
+}
+
+// WithPipeline makes the Limiter send the enforced and the candidate
+// decision together, in one pipeline of two script calls on the caller's
+// goroutine: one round trip, and exact like WithInline (the candidate sees
+// each caller's requests in order, nothing is dropped); the caller waits
+// for the candidate's script too, a few microseconds of Redis time. Both
+// strategies must be Redis strategies of this module (slidinglog,
+// compactlog, slidingcounter, fixedwindow, tokenbucket, gcra; not sharded)
+// on the same *redis.Client or *redis.ClusterClient: New fails otherwise.
+// On a batch.Client, which pipelines concurrent calls itself, the two
+// calls would go one after the other: keep the default there. It
+// overrides WithInline.
+func WithPipeline() Option {
+	return func(o *options) { o.pipeline = true }
 }
 
 // WithMaxInFlight sets the most candidate decisions run at once in the
@@ -208,6 +225,7 @@ type Limiter struct {
 	enforced, candidate strategy.Strategy
 	lim                 strategy.Limit
 	inline              bool
+	pipeline            bool
 	max                 int64
 	timeout             time.Duration
 	report              ReportFunc
@@ -250,7 +268,15 @@ func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error
 	if o.err != nil {
 		return nil, o.err
 	}
-	l := &Limiter{enforced: enforced, candidate: candidate, inline: o.inline,
+	if o.pipeline {
+		_, eq := enforced.(redisx.Queueable)
+		_, cq := candidate.(redisx.Queueable)
+		if !eq || !cq {
+			return nil, fmt.Errorf("%w: compare: WithPipeline needs two Redis strategies of this module, got %T and %T", strategy.ErrInvalidOption, enforced, candidate)
+		}
+		o.inline = false
+	}
+	l := &Limiter{enforced: enforced, candidate: candidate, inline: o.inline, pipeline: o.pipeline,
 		max: int64(o.inFlight), timeout: o.timeout, report: o.report}
 	if el, ok := enforced.(limiter); ok {
 		l.lim = el.Limit()
@@ -278,7 +304,7 @@ func (l *Limiter) Limit() strategy.Limit { return l.lim }
 // candidate is bounded by WithTimeout instead.
 func (l *Limiter) HonoursContext() bool {
 	ok := honours(l.enforced)
-	if l.inline {
+	if l.inline || l.pipeline {
 		ok = ok && honours(l.candidate)
 	}
 	return ok
@@ -292,10 +318,13 @@ func honours(st strategy.Strategy) bool {
 // AllowN returns the enforced strategy's decision, and has the candidate
 // decide the same request on its own keys: in the background by default
 // (the call does not wait for it), on the caller's goroutine with
-// WithInline. The candidate's decision never reaches the caller. It is
+// WithInline, in the same pipeline with WithPipeline. The candidate's decision never reaches the caller. It is
 // not run when the enforced strategy returns an error (there is no
 // decision to compare) or when n = 0 (a Peek).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	if l.pipeline && n != 0 {
+		return l.allowPipelined(ctx, key, n)
+	}
 	res, err := l.enforced.AllowN(ctx, key, n)
 	if err != nil || n == 0 {
 		return res, err
@@ -310,6 +339,36 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 	}
 	go l.background(context.WithoutCancel(ctx), key, n, res)
 	return res, nil
+}
+
+// allowPipelined holds both strategies' script calls and sends them in one
+// pipeline.
+func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	var qe, qc redisx.Queued
+	res, err := l.enforced.AllowN(redisx.WithQueue(ctx, &qe), key, n)
+	if !qe.Held() { // bad input, or decided without Redis
+		if err == nil {
+			l.compare(ctx, key, n, res)
+		}
+		return res, err
+	}
+	cres, cerr := l.candidate.AllowN(redisx.WithQueue(ctx, &qc), key, n)
+	qs := [2]*redisx.Queued{&qe, &qc}
+	if qc.Held() {
+		redisx.Exec(ctx, qs[:])
+		cres, cerr = qc.Result, qc.Err
+	} else {
+		redisx.Exec(ctx, qs[:1])
+	}
+	if qe.Err != nil {
+		return strategy.Result{}, qe.Err
+	}
+	if cerr != nil {
+		l.outcome(ctx, qe.Result, strategy.Result{}, CandidateError)
+	} else {
+		l.outcome(ctx, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
+	}
+	return qe.Result, nil
 }
 
 // background runs the candidate's decision under its own timeout.

@@ -232,6 +232,7 @@ func TestAgreementRedis(t *testing.T) {
 					must(p[1].redis(client.rdb, testLimit, strategy.WithClock(c), strategy.WithPrefix(prefix)))
 			}
 			t.Run(client.name+"/"+p[0].name+"/"+p[1].name, func(t *testing.T) { checkSame(t, build, s) })
+			t.Run(client.name+"/"+p[0].name+"/"+p[1].name+"/pipeline", func(t *testing.T) { checkSame(t, build, s, compare.WithPipeline()) })
 		}
 	}
 }
@@ -407,6 +408,7 @@ func TestNewErrors(t *testing.T) {
 		{"in flight 0", st, st, []compare.Option{compare.WithMaxInFlight(0)}, "MaxInFlight"},
 		{"in flight big", st, st, []compare.Option{compare.WithMaxInFlight(1 << 20)}, "MaxInFlight"},
 		{"timeout", st, st, []compare.Option{compare.WithTimeout(0)}, "Timeout"},
+		{"pipeline of twins", st, st, []compare.Option{compare.WithPipeline()}, "WithPipeline"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := compare.New(tc.e, tc.c, tc.opts...)
