@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,8 +23,9 @@ import (
 // enforced call's pipeline (plain client only), through a plain
 // client and a batch.Client, at concurrency 1 and 64. A background run
 // waits for its last comparisons before the timer stops, so ns/op
-// includes the candidate's work as a throughput cost; dropped/op is the
-// share of comparisons dropped at the MaxInFlight bound.
+// includes the candidate's work as a throughput cost; caller-ns/op is the
+// mean time a caller spends inside AllowN (its latency), and dropped/op
+// the share of comparisons dropped at the MaxInFlight bound.
 //
 //	go test -run '^$' -bench Compare -count 6 ./compare
 func BenchmarkCompare(b *testing.B) {
@@ -72,13 +74,16 @@ func BenchmarkCompare(b *testing.B) {
 						st = l
 					}
 					ctx := context.Background()
+					var caller atomic.Int64 // ns spent inside AllowN, all callers
 					b.ReportAllocs()
 					b.ResetTimer()
 					if conc == 1 {
 						for i := 0; i < b.N; i++ {
+							t0 := time.Now()
 							if _, err := st.AllowN(ctx, "u"+strconv.Itoa(i%10000), 1); err != nil {
 								b.Fatal(err)
 							}
+							caller.Add(int64(time.Since(t0)))
 						}
 					} else {
 						var next atomic.Int64
@@ -86,13 +91,16 @@ func BenchmarkCompare(b *testing.B) {
 						b.RunParallel(func(pb *testing.PB) {
 							for pb.Next() {
 								i := next.Add(1)
+								t0 := time.Now()
 								if _, err := st.AllowN(ctx, "u"+strconv.FormatInt(i%10000, 10), 1); err != nil {
 									b.Error(err)
 									return
 								}
+								caller.Add(int64(time.Since(t0)))
 							}
 						})
 					}
+					b.ReportMetric(float64(caller.Load())/float64(b.N), "caller-ns/op")
 					if l != nil {
 						l.Close()
 						a := l.Agreement()
