@@ -2,7 +2,9 @@ package compare_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,7 +63,7 @@ func BenchmarkCompare(b *testing.B) {
 					var l *compare.Limiter
 					switch mode {
 					case "background":
-						l, err = compare.New(e, c)
+						l, err = compare.New(e, c, compare.WithBackground())
 					case "inline":
 						l, err = compare.New(e, c, compare.WithInline())
 					case "pipeline":
@@ -113,4 +115,130 @@ func BenchmarkCompare(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkCompareRatio measures the same configurations as
+// BenchmarkCompare, interleaved: each round runs every mode for a slice
+// of decisions in turn, so that a shared machine's changing load weighs
+// on every mode alike, and reports, per mode, the median over rounds of
+// its time per decision divided by the enforced strategy's alone in the
+// same round (x-alone), both for the throughput (wall time) and for the
+// caller's own time inside AllowN (caller-x-alone).
+//
+//	go test -run '^$' -bench CompareRatio -benchtime 1x ./compare
+func BenchmarkCompareRatio(b *testing.B) {
+	s := testredis.Shared(b)
+	raw := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, PoolSize: 128})
+	b.Cleanup(func() { raw.Close() })
+	bc, err := batch.New(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bc.Close() })
+	lim := strategy.PerMinute(1 << 30)
+	const rounds, slice = 15, 400
+	for _, client := range []struct {
+		name string
+		rdb  redis.Scripter
+	}{{"plain", raw}, {"batch", bc}} {
+		for _, conc := range []int{1, 64} {
+			b.Run(client.name+"/c"+strconv.Itoa(conc), func(b *testing.B) {
+				prefix := strategy.WithPrefix(testredis.Prefix(b))
+				e, _ := fixedwindow.New(client.rdb, lim, prefix)
+				c, _ := slidinglog.New(client.rdb, lim, prefix)
+				modes := []string{"alone", "background", "inline", "pipeline"}
+				st := map[string]strategy.Strategy{"alone": e}
+				var ls []*compare.Limiter
+				for _, m := range modes[1:] {
+					var opts []compare.Option
+					switch m {
+					case "background":
+						opts = append(opts, compare.WithBackground())
+					case "inline":
+						opts = append(opts, compare.WithInline())
+					case "pipeline":
+						if client.name == "batch" {
+							continue // a batch.Client pipelines by itself
+						}
+						opts = append(opts, compare.WithPipeline())
+					}
+					l, err := compare.New(e, c, opts...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ls = append(ls, l)
+					st[m] = l
+				}
+				ctx := context.Background()
+				// run makes slice decisions on conc goroutines and returns
+				// the wall time and the callers' summed time.
+				run := func(st strategy.Strategy, base int) (wall, caller time.Duration) {
+					var next atomic.Int64
+					var sum atomic.Int64
+					t0 := time.Now()
+					var wg sync.WaitGroup
+					for range conc {
+						wg.Go(func() {
+							for {
+								i := next.Add(1)
+								if i > slice {
+									return
+								}
+								k := "u" + strconv.Itoa((base+int(i))%10000)
+								t := time.Now()
+								if _, err := st.AllowN(ctx, k, 1); err != nil {
+									b.Error(err)
+									return
+								}
+								sum.Add(int64(time.Since(t)))
+							}
+						})
+					}
+					wg.Wait()
+					if l, ok := st.(*compare.Limiter); ok {
+						l.Wait() // its candidates' work counts in the wall time
+					}
+					return time.Since(t0), time.Duration(sum.Load())
+				}
+				wall := map[string][]float64{}
+				caller := map[string][]float64{}
+				for range b.N {
+					for r := range rounds {
+						var w0, c0 time.Duration
+						for _, m := range modes {
+							if st[m] == nil {
+								continue
+							}
+							w, cl := run(st[m], r*slice)
+							if m == "alone" {
+								w0, c0 = w, cl
+								continue
+							}
+							wall[m] = append(wall[m], float64(w)/float64(w0))
+							caller[m] = append(caller[m], float64(cl)/float64(c0))
+						}
+					}
+				}
+				for _, m := range modes[1:] {
+					if len(wall[m]) == 0 {
+						continue
+					}
+					b.ReportMetric(median(wall[m]), m+"-x-alone")
+					b.ReportMetric(median(caller[m]), m+"-caller-x-alone")
+				}
+				for _, l := range ls {
+					l.Close()
+					if a := l.Agreement(); a.CandidateErrors != 0 {
+						b.Fatalf("candidate errors: %+v", a)
+					}
+				}
+			})
+		}
+	}
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
 }

@@ -137,19 +137,35 @@ type ReportFunc func(ctx context.Context, enforced, candidate strategy.Result, o
 type Option func(*options)
 
 type options struct {
-	inline   bool
-	pipeline bool
+	mode     mode
 	inFlight int
 	timeout  time.Duration
 	report   ReportFunc
 	err      error
 }
 
+// mode is where the candidate runs.
+type mode uint8
+
+const (
+	modeAuto       mode = iota // pipeline when both strategies can, else background
+	modeBackground             // a goroutine of its own, not waited for
+	modeInline                 // the caller's goroutine, after the enforced call
+	modePipeline               // the enforced call's pipeline
+)
+
 func (o *options) fail(err error) {
 	if o.err == nil {
 		o.err = err
 	}
 }
+
+// By default a Limiter whose two strategies are Redis strategies of this
+// module (slidinglog, compactlog, slidingcounter, fixedwindow, tokenbucket,
+// gcra, not sharded) sends the candidate's script in the enforced call's
+// pipeline (see WithPipeline), and runs any other candidate in the
+// background (see WithBackground). WithInline, WithPipeline and
+// WithBackground choose instead; the last one given wins.
 
 // WithInline makes the Limiter run the candidate on the caller's
 // goroutine, right after the enforced decision, and return once both are
@@ -159,29 +175,37 @@ func (o *options) fail(err error) {
 // less, cheaper than a goroutine) or in tests; with a Redis candidate it
 // adds the candidate's round trip to every request.
 func WithInline() Option {
-	return func(o *options) { o.inline = true }
+	return func(o *options) { o.mode = modeInline }
 }
 
 // WithPipeline makes the Limiter send the enforced and the candidate
 // decision together, in one pipeline of two script calls on the caller's
-// goroutine: one round trip, and exact like WithInline (the candidate sees
+// goroutine: one round trip, exact like WithInline (the candidate sees
 // each caller's requests in order, nothing is dropped); the caller waits
-// for the candidate's script too, a few microseconds of Redis time. Both
-// strategies must be Redis strategies of this module (slidinglog,
-// compactlog, slidingcounter, fixedwindow, tokenbucket, gcra; not sharded)
-// on the same *redis.Client or *redis.ClusterClient: New fails otherwise.
-// On a batch.Client, which pipelines concurrent calls itself, the two
-// calls would go one after the other: keep the default there. It
-// overrides WithInline.
+// for the candidate's script too, a few microseconds of Redis time. It is
+// the default when both strategies are Redis strategies of this module;
+// given explicitly, New fails when they are not. On a *redis.Client or a
+// *redis.ClusterClient this is one round trip; on a batch.Client, which
+// pipelines concurrent calls itself, the two calls go one after the
+// other, as WithInline (see the README for the measured costs).
 func WithPipeline() Option {
-	return func(o *options) { o.pipeline = true }
+	return func(o *options) { o.mode = modePipeline }
+}
+
+// WithBackground makes the Limiter run the candidate on a goroutine of
+// its own, started after the enforced decision and not waited for,
+// bounded by WithMaxInFlight and WithTimeout. It is the default when the
+// strategies cannot share a pipeline. Concurrent requests of one subject
+// may reach the candidate in another order than the enforced strategy.
+func WithBackground() Option {
+	return func(o *options) { o.mode = modeBackground }
 }
 
 // WithMaxInFlight sets the most candidate decisions run at once in the
 // background, in [1, 65536]; default DefaultMaxInFlight. A request that
 // finds them all busy is not compared (Dropped): the candidate must never
 // slow the enforced path or pile up goroutines when its backend is slow.
-// Ignored with WithInline.
+// Used in the background mode only.
 func WithMaxInFlight(n int) Option {
 	return func(o *options) {
 		if n < 1 || n > maxInFlight {
@@ -194,8 +218,8 @@ func WithMaxInFlight(n int) Option {
 // WithTimeout bounds each background candidate decision to d (> 0);
 // default DefaultTimeout. The candidate runs under the caller's context
 // values but not its cancellation (the caller's request usually ends
-// before the candidate does), so this is what bounds it. Ignored with
-// WithInline, where the caller's context applies.
+// before the candidate does), so this is what bounds it. Used in the
+// background mode only; inline and pipelined, the caller's context applies.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {
@@ -224,8 +248,7 @@ func WithReport(f ReportFunc) Option {
 type Limiter struct {
 	enforced, candidate strategy.Strategy
 	lim                 strategy.Limit
-	inline              bool
-	pipeline            bool
+	mode                mode
 	max                 int64
 	timeout             time.Duration
 	report              ReportFunc
@@ -268,15 +291,17 @@ func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error
 	if o.err != nil {
 		return nil, o.err
 	}
-	if o.pipeline {
-		_, eq := enforced.(redisx.Queueable)
-		_, cq := candidate.(redisx.Queueable)
-		if !eq || !cq {
-			return nil, fmt.Errorf("%w: compare: WithPipeline needs two Redis strategies of this module, got %T and %T", strategy.ErrInvalidOption, enforced, candidate)
-		}
-		o.inline = false
+	_, eq := enforced.(redisx.Queueable)
+	_, cq := candidate.(redisx.Queueable)
+	switch {
+	case o.mode == modePipeline && (!eq || !cq):
+		return nil, fmt.Errorf("%w: compare: WithPipeline needs two Redis strategies of this module, got %T and %T", strategy.ErrInvalidOption, enforced, candidate)
+	case o.mode == modeAuto && eq && cq:
+		o.mode = modePipeline
+	case o.mode == modeAuto:
+		o.mode = modeBackground
 	}
-	l := &Limiter{enforced: enforced, candidate: candidate, inline: o.inline, pipeline: o.pipeline,
+	l := &Limiter{enforced: enforced, candidate: candidate, mode: o.mode,
 		max: int64(o.inFlight), timeout: o.timeout, report: o.report}
 	if el, ok := enforced.(limiter); ok {
 		l.lim = el.Limit()
@@ -300,11 +325,11 @@ func (l *Limiter) Limit() strategy.Limit { return l.lim }
 
 // HonoursContext reports whether every call returns by its context's
 // deadline or cancellation: the enforced strategy's answer (false when it
-// does not say), and with WithInline the candidate's too. A background
+// does not say), and inline or pipelined the candidate's too. A background
 // candidate is bounded by WithTimeout instead.
 func (l *Limiter) HonoursContext() bool {
 	ok := honours(l.enforced)
-	if l.inline || l.pipeline {
+	if l.mode != modeBackground {
 		ok = ok && honours(l.candidate)
 	}
 	return ok
@@ -316,20 +341,19 @@ func honours(st strategy.Strategy) bool {
 }
 
 // AllowN returns the enforced strategy's decision, and has the candidate
-// decide the same request on its own keys: in the background by default
-// (the call does not wait for it), on the caller's goroutine with
-// WithInline, in the same pipeline with WithPipeline. The candidate's decision never reaches the caller. It is
-// not run when the enforced strategy returns an error (there is no
-// decision to compare) or when n = 0 (a Peek).
+// decide the same request on its own keys: in the same pipeline, in the
+// background or inline (see the options). The candidate's decision never
+// reaches the caller. It is not run when the enforced strategy returns an
+// error (there is no decision to compare) or when n = 0 (a Peek).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	if l.pipeline && n != 0 {
+	if l.mode == modePipeline && n != 0 {
 		return l.allowPipelined(ctx, key, n)
 	}
 	res, err := l.enforced.AllowN(ctx, key, n)
 	if err != nil || n == 0 {
 		return res, err
 	}
-	if l.inline {
+	if l.mode == modeInline {
 		l.compare(ctx, key, n, res)
 		return res, nil
 	}

@@ -207,13 +207,14 @@ func TestAgreementTwins(t *testing.T) {
 				return must(ea.local(testLimit, strategy.WithClock(c))), must(ca.local(testLimit, strategy.WithClock(c)))
 			}
 			t.Run(ea.name+"/"+ca.name+"/inline", func(t *testing.T) { checkSame(t, build, s, compare.WithInline()) })
-			t.Run(ea.name+"/"+ca.name+"/background", func(t *testing.T) { checkSame(t, build, s) })
+			t.Run(ea.name+"/"+ca.name+"/background", func(t *testing.T) { checkSame(t, build, s, compare.WithBackground()) })
 		}
 	}
 }
 
 // TestAgreementRedis: the same on a real Redis, with a plain client and
-// with a batch.Client, candidate in the background.
+// with a batch.Client, candidate pipelined (the default for two Redis
+// strategies) and in the background.
 func TestAgreementRedis(t *testing.T) {
 	srv := testredis.Shared(t)
 	plain := srv.Client(t)
@@ -231,8 +232,8 @@ func TestAgreementRedis(t *testing.T) {
 				return must(p[0].redis(client.rdb, testLimit, strategy.WithClock(c), strategy.WithPrefix(prefix))),
 					must(p[1].redis(client.rdb, testLimit, strategy.WithClock(c), strategy.WithPrefix(prefix)))
 			}
-			t.Run(client.name+"/"+p[0].name+"/"+p[1].name, func(t *testing.T) { checkSame(t, build, s) })
-			t.Run(client.name+"/"+p[0].name+"/"+p[1].name+"/pipeline", func(t *testing.T) { checkSame(t, build, s, compare.WithPipeline()) })
+			t.Run(client.name+"/"+p[0].name+"/"+p[1].name+"/default", func(t *testing.T) { checkSame(t, build, s) })
+			t.Run(client.name+"/"+p[0].name+"/"+p[1].name+"/background", func(t *testing.T) { checkSame(t, build, s, compare.WithBackground()) })
 		}
 	}
 }
