@@ -43,8 +43,9 @@ const (
 	// CandidateError: the candidate returned an error; there is nothing
 	// to compare.
 	CandidateError
-	// Dropped: the candidate was not run, because MaxInFlight candidate
-	// decisions were already running or the Limiter was closed.
+	// Dropped: the candidate was not run, because the Limiter was closed
+	// or (in the background) MaxInFlight candidate decisions were already
+	// running.
 	Dropped
 )
 
@@ -253,7 +254,8 @@ type Limiter struct {
 	timeout             time.Duration
 	report              ReportFunc
 
-	counts [Dropped + 1]atomic.Uint64
+	counts  [Dropped + 1]atomic.Uint64
+	stopped atomic.Bool // Close was called
 
 	mu     sync.Mutex
 	idle   *sync.Cond // signalled when running drops to 0
@@ -346,12 +348,17 @@ func honours(st strategy.Strategy) bool {
 // reaches the caller. It is not run when the enforced strategy returns an
 // error (there is no decision to compare) or when n = 0 (a Peek).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	if l.mode == modePipeline && n != 0 {
+	stopped := l.stopped.Load()
+	if l.mode == modePipeline && n != 0 && !stopped {
 		return l.allowPipelined(ctx, key, n)
 	}
 	res, err := l.enforced.AllowN(ctx, key, n)
 	if err != nil || n == 0 {
 		return res, err
+	}
+	if stopped {
+		l.outcome(ctx, res, strategy.Result{}, Dropped)
+		return res, nil
 	}
 	if l.mode == modeInline {
 		l.compare(ctx, key, n, res)
@@ -482,6 +489,7 @@ func (l *Limiter) Wait() {
 // bounded by WithTimeout). It closes neither strategy and is safe to call
 // more than once.
 func (l *Limiter) Close() error {
+	l.stopped.Store(true)
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()

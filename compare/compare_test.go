@@ -243,16 +243,30 @@ func TestAgreementRedis(t *testing.T) {
 // outcome, the enforced strategy allows exactly its limit at a fixed
 // time, and no goroutine outlives Close.
 func TestConcurrent(t *testing.T) {
+	rdb := testredis.Shared(t).Client(t)
+	lim := strategy.Limit{Limit: 100, Window: time.Minute}
+	twins := func(t *testing.T, c strategy.Clock) (strategy.Strategy, strategy.Strategy) {
+		return must(fixedwindow.NewLocal(lim, strategy.WithClock(c))), must(slidinglog.NewLocal(lim, strategy.WithClock(c)))
+	}
+	onRedis := func(t *testing.T, c strategy.Clock) (strategy.Strategy, strategy.Strategy) {
+		o := []strategy.Option{strategy.WithClock(c), strategy.WithPrefix(testredis.Prefix(t))}
+		return must(fixedwindow.New(rdb, lim, o...)), must(slidinglog.New(rdb, lim, o...))
+	}
 	for _, mode := range []struct {
-		name string
-		opts []compare.Option
-	}{{"background", []compare.Option{compare.WithMaxInFlight(4)}}, {"inline", []compare.Option{compare.WithInline()}}} {
+		name  string
+		build pair
+		exact bool // the candidate sees every request
+		opts  []compare.Option
+	}{
+		{"twins/background", twins, false, []compare.Option{compare.WithMaxInFlight(4)}},
+		{"twins/inline", twins, true, []compare.Option{compare.WithInline()}},
+		{"redis/pipeline", onRedis, true, nil},
+		{"redis/background", onRedis, false, []compare.Option{compare.WithBackground(), compare.WithMaxInFlight(4)}},
+	} {
 		t.Run(mode.name, func(t *testing.T) {
-			before := runtime.NumGoroutine()
 			clock := conformance.NewClock(epoch)
-			lim := strategy.Limit{Limit: 100, Window: time.Minute}
-			e := must(fixedwindow.NewLocal(lim, strategy.WithClock(clock)))
-			c := must(slidinglog.NewLocal(lim, strategy.WithClock(clock)))
+			e, c := mode.build(t, clock)
+			before := runtime.NumGoroutine()
 			l := must(compare.New(e, c, mode.opts...))
 			const workers, each, subjects = 32, 50, 4
 			allowed := make([]int64, subjects)
@@ -283,8 +297,8 @@ func TestConcurrent(t *testing.T) {
 			if total := a.Compared() + a.CandidateErrors + a.Dropped; total != workers*each {
 				t.Errorf("outcomes %+v sum to %d, want %d", a, total, workers*each)
 			}
-			if mode.name == "inline" && a.Dropped != 0 {
-				t.Errorf("inline dropped %d", a.Dropped)
+			if mode.exact && a.Dropped != 0 {
+				t.Errorf("dropped %d", a.Dropped)
 			}
 			for i, n := range allowed {
 				if n != lim.Limit {
@@ -294,19 +308,19 @@ func TestConcurrent(t *testing.T) {
 			if a.CandidateErrors != 0 {
 				t.Errorf("candidate errors: %+v", a)
 			}
-			// inline, the candidate saw every request: at one instant both
+			// inline or pipelined, the candidate saw every request: at one instant both
 			// algorithms allow exactly the limit of each subject, so each
 			// algorithm allowed as many: BothAllow + CandidateOnlyDeny ==
 			// BothAllow + EnforcedOnlyDeny == subjects * limit
-			if mode.name == "inline" && (a.EnforcedOnlyDeny != a.CandidateOnlyDeny || a.BothAllow+a.CandidateOnlyDeny != uint64(subjects*lim.Limit)) {
-				t.Errorf("inline outcomes %+v: want %d allowed by each", a, subjects*lim.Limit)
+			if mode.exact && (a.EnforcedOnlyDeny != a.CandidateOnlyDeny || a.BothAllow+a.CandidateOnlyDeny != uint64(subjects*lim.Limit)) {
+				t.Errorf("outcomes %+v: want %d allowed by each", a, subjects*lim.Limit)
 			}
 			waitGoroutines(t, before)
 			// after Close, nothing is compared any more
 			if _, err := l.AllowN(context.Background(), "late", 1); err != nil {
 				t.Fatal(err)
 			}
-			if mode.name == "background" && l.Agreement().Dropped != a.Dropped+1 {
+			if l.Agreement().Dropped != a.Dropped+1 {
 				t.Errorf("after Close: dropped %d, want %d", l.Agreement().Dropped, a.Dropped+1)
 			}
 		})
