@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -164,8 +166,8 @@ func (o *options) fail(err error) {
 // By default a Limiter whose two strategies are Redis strategies of this
 // module (slidinglog, compactlog, slidingcounter, fixedwindow, tokenbucket,
 // gcra, not sharded) sends the candidate's script in the enforced call's
-// pipeline (see WithPipeline), and runs any other candidate in the
-// background (see WithBackground). WithInline, WithPipeline and
+// pipeline when their client can (see WithPipeline), and runs any other
+// candidate in the background (see WithBackground). WithInline, WithPipeline and
 // WithBackground choose instead; the last one given wins.
 
 // WithInline makes the Limiter run the candidate on the caller's
@@ -183,12 +185,13 @@ func WithInline() Option {
 // decision together, in one pipeline of two script calls on the caller's
 // goroutine: one round trip, exact like WithInline (the candidate sees
 // each caller's requests in order, nothing is dropped); the caller waits
-// for the candidate's script too, a few microseconds of Redis time. It is
-// the default when both strategies are Redis strategies of this module;
-// given explicitly, New fails when they are not. On a *redis.Client or a
-// *redis.ClusterClient this is one round trip; on a batch.Client, which
-// pipelines concurrent calls itself, the two calls go one after the
-// other, as WithInline (see the README for the measured costs).
+// for the candidate's script too, a few microseconds of Redis time. Both
+// strategies must be Redis strategies of this module, unsharded, or New
+// fails; it is the default for such a pair. A call is pipelined when both
+// strategies' client is the same *redis.Client, *redis.ClusterClient or
+// *redis.Ring; on any other client (a batch.Client, which pipelines
+// concurrent calls itself, or two different clients) the enforced call
+// runs alone and the candidate in the background (see WithBackground).
 func WithPipeline() Option {
 	return func(o *options) { o.mode = modePipeline }
 }
@@ -364,16 +367,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		l.compare(ctx, key, n, res)
 		return res, nil
 	}
-	if !l.start() {
-		l.outcome(ctx, res, strategy.Result{}, Dropped)
-		return res, nil
-	}
-	go l.background(context.WithoutCancel(ctx), key, n, res)
+	l.inBackground(ctx, key, n, res)
 	return res, nil
 }
 
 // allowPipelined holds both strategies' script calls and sends them in one
-// pipeline.
+// pipeline when their client can pipeline them together; otherwise the
+// enforced call runs alone and the candidate in the background.
 func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64) (strategy.Result, error) {
 	var qe, qc redisx.Queued
 	res, err := l.enforced.AllowN(redisx.WithQueue(ctx, &qe), key, n)
@@ -385,11 +385,22 @@ func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64) (stra
 	}
 	cres, cerr := l.candidate.AllowN(redisx.WithQueue(ctx, &qc), key, n)
 	qs := [2]*redisx.Queued{&qe, &qc}
-	if qc.Held() {
+	switch {
+	case !qc.Held(): // the candidate decided without Redis, or failed
+		redisx.Exec(ctx, qs[:1])
+	case !pipelines(qe.Client(), qc.Client()):
+		// e.g. a batch.Client, which pipelines concurrent calls itself:
+		// the held candidate call is dropped unsent, and made again in
+		// the background
+		redisx.Exec(ctx, qs[:1])
+		if qe.Err != nil {
+			return strategy.Result{}, qe.Err
+		}
+		l.inBackground(ctx, key, n, qe.Result)
+		return qe.Result, nil
+	default:
 		redisx.Exec(ctx, qs[:])
 		cres, cerr = qc.Result, qc.Err
-	} else {
-		redisx.Exec(ctx, qs[:1])
 	}
 	if qe.Err != nil {
 		return strategy.Result{}, qe.Err
@@ -400,6 +411,33 @@ func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64) (stra
 		l.outcome(ctx, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
 	}
 	return qe.Result, nil
+}
+
+// pipelines reports whether calls on a and b can share one pipeline: the
+// same go-redis client, of a kind that pipelines.
+func pipelines(a, b redis.Scripter) bool {
+	switch a := a.(type) {
+	case *redis.Client:
+		b, ok := b.(*redis.Client)
+		return ok && a == b
+	case *redis.ClusterClient:
+		b, ok := b.(*redis.ClusterClient)
+		return ok && a == b
+	case *redis.Ring:
+		b, ok := b.(*redis.Ring)
+		return ok && a == b
+	}
+	return false
+}
+
+// inBackground starts the candidate's decision on a goroutine, or counts
+// it dropped.
+func (l *Limiter) inBackground(ctx context.Context, key string, n int64, enforced strategy.Result) {
+	if !l.start() {
+		l.outcome(ctx, enforced, strategy.Result{}, Dropped)
+		return
+	}
+	go l.background(context.WithoutCancel(ctx), key, n, enforced)
 }
 
 // background runs the candidate's decision under its own timeout.

@@ -20,20 +20,20 @@
 //
 // # Where the candidate runs
 //
-// The candidate never adds a round trip to the caller's path:
+// By default the candidate adds no round trip to the caller's path:
 //
 //   - Pipelined (the default when both strategies are Redis strategies of
-//     this module, unsharded): the enforced and the candidate script go to
-//     Redis together in one pipeline on the caller's goroutine, one round
-//     trip. Exact: the candidate sees each caller's requests in order and
+//     this module, unsharded, on the same *redis.Client, *redis.ClusterClient
+//     or *redis.Ring): the enforced and the candidate script go to Redis
+//     together in one pipeline on the caller's goroutine, one round trip. Exact: the candidate sees each caller's requests in order and
 //     nothing is dropped. Measured on a real Redis (fixed window enforced,
 //     sliding log candidate, plain client, a loaded 2-core machine), a
 //     decision cost the caller 1.2 to 1.7 times the enforced strategy
 //     alone at concurrency 1, against 2.0 to 2.7 inline and 2.4 to 2.6 in
 //     the background (see the README's "Comparing two algorithms on live
-//     traffic" for concurrency 64 and batch.Client). On a batch.Client,
-//     which is no pipeline, the two calls go one after the other.
-//   - Background (the default otherwise, or WithBackground): a goroutine
+//     traffic" for concurrency 64 and batch.Client).
+//   - Background (the default otherwise, a batch.Client included, which
+//     pipelines concurrent calls itself; or WithBackground): a goroutine
 //     of its own, started after the enforced decision and not waited for.
 //     At most WithMaxInFlight run at once (default 64): a request that
 //     finds them all busy is not compared (Dropped), so a slow candidate
