@@ -238,6 +238,27 @@ func TestAgreementRedis(t *testing.T) {
 	}
 }
 
+// TestAgreementCluster: the same on the 3-master Redis Cluster, pipelined
+// (the two keys of a subject share its hash tag, so one node's pipeline
+// carries both), over subjects spread across the nodes.
+func TestAgreementCluster(t *testing.T) {
+	rdb := testredis.SharedCluster(t).Client(t)
+	r := rand.New(rand.NewPCG(13, 2))
+	s := schedule(13, 300)
+	for i := range s {
+		s[i].subject = fmt.Sprintf("user:%d", r.IntN(4)) // several hash slots
+		s[i].advance /= 2
+	}
+	for _, p := range [][2]algo{{algos[0], algos[1]}, {algos[3], algos[5]}} {
+		build := func(t *testing.T, c strategy.Clock) (strategy.Strategy, strategy.Strategy) {
+			prefix := testredis.Prefix(t)
+			return must(p[0].redis(rdb, testLimit, strategy.WithClock(c), strategy.WithPrefix(prefix))),
+				must(p[1].redis(rdb, testLimit, strategy.WithClock(c), strategy.WithPrefix(prefix)))
+		}
+		t.Run(p[0].name+"/"+p[1].name, func(t *testing.T) { checkSame(t, build, s, compare.WithPipeline()) })
+	}
+}
+
 // TestConcurrent: many goroutines on few subjects, candidate in the
 // background with a small bound: every request with n > 0 has exactly one
 // outcome, the enforced strategy allows exactly its limit at a fixed
