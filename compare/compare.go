@@ -279,7 +279,8 @@ type honourer interface{ HonoursContext() bool }
 // strategies the same key prefix and clock: the candidate then builds the
 // state the enforced policy would have under its algorithm, and a
 // strategy built later like the candidate takes over without a cold start
-// (see the package doc). Bad options are reported naming the option.
+// (see the package doc). Two strategies of the same algorithm on Redis
+// need distinct prefixes, or they share keys. Bad options are reported naming the option.
 func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error) {
 	switch {
 	case enforced == nil:
