@@ -242,3 +242,45 @@ func median(v []float64) float64 {
 	slices.Sort(v)
 	return v[len(v)/2]
 }
+
+// BenchmarkCompareTwins measures a local twin candidate (sliding log)
+// beside a local twin (fixed window), inline and in the background,
+// against the enforced twin alone.
+//
+//	go test -run '^$' -bench CompareTwins -count 6 ./compare
+func BenchmarkCompareTwins(b *testing.B) {
+	lim := strategy.PerMinute(1 << 30)
+	for _, mode := range []string{"alone", "inline", "background"} {
+		b.Run(mode, func(b *testing.B) {
+			e, _ := fixedwindow.NewLocal(lim)
+			c, _ := slidinglog.NewLocal(lim)
+			var st strategy.Strategy = e
+			var l *compare.Limiter
+			switch mode {
+			case "inline":
+				l, _ = compare.New(e, c, compare.WithInline())
+			case "background":
+				l, _ = compare.New(e, c, compare.WithBackground(), compare.WithMaxInFlight(1024))
+			}
+			if l != nil {
+				st = l
+			}
+			keys := make([]string, 10000)
+			for i := range keys {
+				keys[i] = "u" + strconv.Itoa(i)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := st.AllowN(ctx, keys[i%len(keys)], 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if l != nil {
+				l.Close() // the background candidates' work counts
+				b.ReportMetric(float64(l.Agreement().Dropped)/float64(b.N), "dropped/op")
+			}
+		})
+	}
+}
