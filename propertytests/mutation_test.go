@@ -352,6 +352,22 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "sharded-.*", backends: "redis|local",
 	},
 	{
+		name: "compare: the candidate's decision reaches the caller",
+		file: "compare/compare.go",
+		edits: []edit{{
+			old: `	if l.mode == modeInline {
+		l.compare(ctx, key, n, res)
+		return res, nil
+	}`,
+			new: `	if l.mode == modeInline { // MUTANT
+		cres, cerr := l.candidate.AllowN(ctx, key, n)
+		l.outcome(ctx, res, cres, OutcomeOf(res.Allowed, cres.Allowed))
+		return cres, cerr
+	}`,
+		}},
+		subjects: "fixedwindow", backends: "local",
+	},
+	{
 		name:     "batch: replies handed to the wrong callers of a pipeline",
 		file:     "batch/batch.go",
 		edits:    []edit{{old: `cl.cmd = cmds[i]`, new: `cl.cmd = cmds[len(cmds)-1-i] // MUTANT`}},

@@ -110,6 +110,10 @@ var properties = []property{
 		check:   checkEntries,
 	},
 	{
+		name: "compare", backends: mainBackends, applies: notSharded,
+		custom: compareProp, // compare_test.go
+	},
+	{
 		name: "ttl", backends: redisBackends,
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,

@@ -307,6 +307,9 @@ func WithQueue(ctx context.Context, q *Queued) context.Context {
 // Held reports whether a call was held in q.
 func (q *Queued) Held() bool { return q.held }
 
+// Client returns the client a held call is to run on, or nil.
+func (q *Queued) Client() redis.Scripter { return q.rdb }
+
 // pipeliner is a client that can pipeline: *redis.Client, *redis.ClusterClient
 // (which splits a pipeline per node itself) and *redis.Ring.
 type pipeliner interface {
