@@ -11,7 +11,7 @@ import (
 type Decision struct {
 	Policy    string        // Config.Name
 	Algorithm Algorithm     // Config.Algorithm ("" for a Limiter made by Wrap)
-	Op        string        // "allow", "peek" or "reset"
+	Op        string        // "allow", "peek", "reset", "refund", or "compare" (Config.Candidate)
 	N         int64         // the cost asked for (AllowN)
 	Result    Result        // the outcome; zero when Err is set
 	Err       error         // the error returned to the caller, if any
@@ -30,6 +30,13 @@ type Decision struct {
 	// Evictions mean more subjects than the bound within a window (see
 	// WithMaxSubjects).
 	Evicted int64
+
+	// Agreement is, for Op "compare", how the candidate's decision (in
+	// Result; Algorithm is the candidate's) compared with the enforced
+	// one: "both_allow", "both_deny", "enforced_only_deny",
+	// "candidate_only_deny", "candidate_error" or "dropped" (see
+	// compare.Outcome). It is "" for every other Op.
+	Agreement string
 }
 
 // Observer is told of every decision of a Limiter. Observe runs on the
@@ -42,9 +49,10 @@ type Observer interface {
 
 // The operations of a Limiter, as Decision.Op names them.
 const (
-	opAllow = "allow"
-	opPeek  = "peek"
-	opReset = "reset"
+	opAllow   = "allow"
+	opPeek    = "peek"
+	opReset   = "reset"
+	opCompare = "compare"
 )
 
 // outcome is what a decision tells the Observer beyond its Result.

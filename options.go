@@ -16,6 +16,7 @@ type options struct {
 	denyCache   int               // WithDenyCache: max subjects; 0 is off
 	maxSubjects int               // WithMaxSubjects; 0 is the default
 	fallback    strategy.Strategy // WithFallback (Wrap)
+	prebuilt    strategy.Strategy // withStrategy: a promoted candidate
 	err         error             // the first invalid option
 }
 
@@ -116,4 +117,11 @@ func WithDenyCache(maxSubjects int) Option {
 		}
 		o.denyCache = maxSubjects
 	}
+}
+
+// withStrategy makes New or NewLocal decide with st, built already for the
+// Config given (a candidate that Set.Update promotes), instead of building
+// one.
+func withStrategy(st strategy.Strategy) Option {
+	return func(o *options) { o.prebuilt = st }
 }

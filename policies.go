@@ -29,8 +29,11 @@ import (
 //
 // In JSON (see ParsePolicies) Policies is an object of policy names to
 // objects with the fields of Config in lowercase: "algorithm", "limit" and
-// "window" (required), "burst", "shards", "prefix", "mode" ("enforce" or
-// "shadow"), "tiers" (an object of tier names to {"limit": n, "burst": n}),
+// "window" (required), "burst", "shards", "prefix", "rules" (with
+// "algorithm": "multi": an array of {"algorithm", "limit", "window"}),
+// "candidate" (a policy object of the algorithm fields: see
+// Config.Candidate), "mode" ("enforce" or "shadow"), "tiers" (an object of
+// tier names to {"limit": n, "burst": n}),
 // "on_failure" ("open", "closed" or "local"), "local_share" and "timeout".
 // Durations are Go duration strings such as "1m", "1h30m" or "250ms":
 //
@@ -171,8 +174,8 @@ func (p Policies) scopedAll() ([]Config, error) {
 // replaces its policies atomically (see Update).
 type Set struct {
 	state atomic.Pointer[setState]
-	mk    func(Config) (*Limiter, error) // New or NewLocal, with the Set's client and options
-	mu    sync.Mutex                     // serializes Update
+	mk    func(Config, ...Option) (*Limiter, error) // New or NewLocal, with the Set's client and options
+	mu    sync.Mutex                                // serializes Update
 }
 
 // NewSet builds a Limiter on Redis (through rdb, as New) for every policy.
@@ -185,15 +188,19 @@ func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
 	}
-	return newSet(p, func(c Config) (*Limiter, error) { return New(rdb, c, opts...) })
+	return newSet(p, func(c Config, extra ...Option) (*Limiter, error) {
+		return New(rdb, c, append(slices.Clone(opts), extra...)...)
+	})
 }
 
 // NewLocalSet is NewSet with in-process limiters (see NewLocal).
 func NewLocalSet(p Policies, opts ...Option) (*Set, error) {
-	return newSet(p, func(c Config) (*Limiter, error) { return NewLocal(c, opts...) })
+	return newSet(p, func(c Config, extra ...Option) (*Limiter, error) {
+		return NewLocal(c, append(slices.Clone(opts), extra...)...)
+	})
 }
 
-func newSet(p Policies, mk func(Config) (*Limiter, error)) (*Set, error) {
+func newSet(p Policies, mk func(Config, ...Option) (*Limiter, error)) (*Set, error) {
 	s := &Set{mk: mk}
 	st, err := s.build(p, nil)
 	if err != nil {
@@ -323,27 +330,7 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 		k, _ := json.Marshal(name)
 		b.Write(k)
 		b.WriteByte(':')
-		pj := policyJSON{
-			Algorithm: string(c.Algorithm), Limit: &c.Limit, Window: c.Window.String(),
-			Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
-			OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
-			Mode: string(c.Mode),
-		}
-		for _, r := range c.Rules {
-			pj.Rules = append(pj.Rules, ruleJSON{Algorithm: string(r.Algorithm), Limit: r.Limit.Limit, Window: r.Limit.Window.String()})
-		}
-		if c.Algorithm == Multi {
-			pj.Limit, pj.Window = nil, ""
-		}
-		if len(c.Tiers) > 0 {
-			pj.Tiers = make(map[string]tierJSON, len(c.Tiers))
-			for name, t := range c.Tiers {
-				pj.Tiers[name] = tierJSON{Limit: t.Limit, Burst: t.Burst}
-			}
-		}
-		if c.Timeout != 0 {
-			pj.Timeout = c.Timeout.String()
-		}
+		pj := toJSON(c)
 		v, err := json.Marshal(pj)
 		if err != nil {
 			return nil, err
@@ -352,6 +339,35 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// toJSON returns the JSON form of c.
+func toJSON(c Config) *policyJSON {
+	pj := &policyJSON{
+		Algorithm: string(c.Algorithm), Limit: &c.Limit, Window: c.Window.String(),
+		Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
+		OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
+		Mode: string(c.Mode),
+	}
+	for _, r := range c.Rules {
+		pj.Rules = append(pj.Rules, ruleJSON{Algorithm: string(r.Algorithm), Limit: r.Limit.Limit, Window: r.Limit.Window.String()})
+	}
+	if c.Algorithm == Multi {
+		pj.Limit, pj.Window = nil, ""
+	}
+	if len(c.Tiers) > 0 {
+		pj.Tiers = make(map[string]tierJSON, len(c.Tiers))
+		for name, t := range c.Tiers {
+			pj.Tiers[name] = tierJSON{Limit: t.Limit, Burst: t.Burst}
+		}
+	}
+	if c.Timeout != 0 {
+		pj.Timeout = c.Timeout.String()
+	}
+	if c.Candidate != nil {
+		pj.Candidate = toJSON(*c.Candidate)
+	}
+	return pj
 }
 
 // policyJSON is the JSON form of one policy, for MarshalJSON.
@@ -368,6 +384,7 @@ type policyJSON struct {
 	OnFailure  string              `json:"on_failure,omitempty"`
 	LocalShare float64             `json:"local_share,omitempty"`
 	Timeout    string              `json:"timeout,omitempty"`
+	Candidate  *policyJSON         `json:"candidate,omitempty"`
 }
 
 // ruleJSON is the JSON form of one rule.
@@ -385,7 +402,10 @@ type tierJSON struct {
 
 // decodePolicy decodes one policy object, field by field, so that every
 // error names its field.
-func decodePolicy(data []byte) (Config, error) {
+func decodePolicy(data []byte) (Config, error) { return decodePolicyAt(data, 0) }
+
+// decodePolicyAt is decodePolicy for a policy at depth (1: a candidate).
+func decodePolicyAt(data []byte, depth int) (Config, error) {
 	var c Config
 	entries, err := objectEntries(data, maxPolicyFields, "fields")
 	if err != nil {
@@ -452,6 +472,19 @@ func decodePolicy(data []byte) (Config, error) {
 				return c, fieldErr(typeError("a string", e.value))
 			}
 			c.Mode = Mode(m)
+		case "candidate":
+			if depth > 0 {
+				return c, fieldErr(fmt.Errorf("%w: a candidate cannot have a candidate", strategy.ErrInvalidOption))
+			}
+			cand, err := decodePolicyAt(e.value, depth+1)
+			if err != nil {
+				var pe *PolicyError
+				if errors.As(err, &pe) && pe.Field != "" {
+					return c, &PolicyError{Field: "candidate." + pe.Field, Err: pe.Err}
+				}
+				return c, fieldErr(err)
+			}
+			c.Candidate = &cand
 		case "rules":
 			rules, err := decodeRules(e.value)
 			if err != nil {
@@ -488,9 +521,9 @@ func decodePolicy(data []byte) (Config, error) {
 
 // maxPolicyFields bounds the members of one policy object: the fields
 // there are, once each.
-const maxPolicyFields = 12
+const maxPolicyFields = 13
 
-const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "rules", "mode", "tiers", "on_failure", "local_share", "timeout"`
+const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "rules", "candidate", "mode", "tiers", "on_failure", "local_share", "timeout"`
 
 // decodeRules decodes "rules": an array of at most multilimit.MaxRules
 // objects with "algorithm", "limit" and "window", all required.

@@ -44,6 +44,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/compactlog"
+	"github.com/ratekit/ratelimit/compare"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/quote"
@@ -153,6 +154,16 @@ type Config struct {
 	Prefix    string        // key namespace; default "rl:"
 	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
 
+	// Candidate is another algorithm (or limit) to try beside this one on
+	// the same traffic, in shadow: every allowed or denied request is also
+	// decided by the candidate on its own keys, its decision never reaching
+	// the caller, and the Observer gets each agreement outcome (Decision
+	// Op "compare"). Only its strategy fields count (Algorithm, Limit,
+	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
+	// Config's, so that promoting it (a Config like the candidate, in Set.
+	// Update) keeps the state it built. See package compare.
+	Candidate *Config
+
 	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
 	// record as usual, but never deny (see Mode).
 	Mode Mode
@@ -251,7 +262,8 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	ev := new(evictions)
-	st, err := build(rdb, cfg, o, ev)
+	rep := new(compareReport)
+	st, err := buildCompared(rdb, cfg, o, ev, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +273,12 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	return wrap(st, cfg, o, fallback, ev)
+	l, err := wrap(st, cfg, o, fallback, ev)
+	if err != nil {
+		return nil, err
+	}
+	rep.l = l
+	return l, nil
 }
 
 // NewLocal returns a Limiter for cfg whose state lives in this process only:
@@ -276,7 +293,8 @@ func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	ev := new(evictions)
-	st, err := build(nil, cfg, o, ev)
+	rep := new(compareReport)
+	st, err := buildCompared(nil, cfg, o, ev, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +304,7 @@ func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
 		cfg.Limit, cfg.Window, cfg.Burst = 0, 0, 0
 	}
 	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: true, ev: ev}
+	rep.l = l
 	return l.withTiers()
 }
 
@@ -377,6 +396,77 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		return sharded.New(cfg.Shards, cfg.limit(), mk)
 	}
 	return mk(cfg.limit())
+}
+
+// buildCompared returns the strategy cfg describes, with its candidate
+// beside it when it has one (see Config.Candidate), reporting each
+// comparison through rep.
+func buildCompared(rdb redis.Scripter, cfg Config, o options, ev *evictions, rep *compareReport) (strategy.Strategy, error) {
+	st, err := o.prebuilt, error(nil)
+	if st == nil {
+		st, err = build(rdb, cfg, o, ev)
+	}
+	if err != nil || cfg.Candidate == nil {
+		return st, err
+	}
+	cc, err := cfg.candidate()
+	if err != nil {
+		return nil, err
+	}
+	cand, err := build(rdb, cc, o, ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w (Candidate)", err)
+	}
+	opts := []compare.Option{compare.WithReport(rep.report)}
+	if rdb == nil {
+		opts = append(opts, compare.WithInline()) // twins: exact, and as cheap as the call
+	}
+	return compare.New(st, cand, opts...)
+}
+
+// strategyFields returns the fields of c that say which strategy it
+// builds, the others zero.
+func (c Config) strategyFields() Config {
+	return Config{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window, Burst: c.Burst,
+		Shards: c.Shards, Prefix: c.Prefix, Rules: c.Rules}
+}
+
+// candidate returns the Config of c's candidate, its Prefix defaulted to
+// c's, or an error naming what it must not set.
+func (c Config) candidate() (Config, error) {
+	cc := *c.Candidate
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Name", cc.Name != ""}, {"Mode", cc.Mode != ""}, {"Tiers", len(cc.Tiers) != 0},
+		{"OnFailure", cc.OnFailure != ""}, {"LocalShare", cc.LocalShare != 0},
+		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
+	} {
+		if f.set {
+			return cc, fmt.Errorf("%w: Candidate: %s must be empty: a candidate is only an algorithm and its limit", strategy.ErrInvalidOption, f.name)
+		}
+	}
+	if cc.Prefix == "" {
+		cc.Prefix = c.Prefix
+	}
+	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
+		return cc, fmt.Errorf("%w: Candidate: Prefix must differ from the policy's when Algorithm is the same (%q), or the two share keys", strategy.ErrInvalidOption, c.Algorithm)
+	}
+	return cc, nil
+}
+
+// compareReport tells a Limiter's Observer of each comparison its
+// candidate made. l is set once the Limiter is built.
+type compareReport struct{ l *Limiter }
+
+func (c *compareReport) report(ctx context.Context, _, candidate strategy.Result, o compare.Outcome) {
+	l := c.l
+	if l == nil || l.obs == nil {
+		return
+	}
+	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: opCompare,
+		Result: candidate, Agreement: o.String(), Start: time.Now()})
 }
 
 // buildMulti returns the multilimit strategy of a Multi cfg.

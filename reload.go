@@ -4,6 +4,9 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+
+	"github.com/ratekit/ratelimit/compare"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // setState is one generation of a Set's policies: what Update builds aside
@@ -84,7 +87,11 @@ func (s *Set) build(p Policies, prev *setState) (*setState, error) {
 	for _, c := range cfgs {
 		l := reusable(prev, c)
 		if l == nil {
-			if l, err = s.mk(c); err != nil {
+			var extra []Option
+			if cand := promoted(prev, c); cand != nil {
+				extra = append(extra, withStrategy(cand))
+			}
+			if l, err = s.mk(c, extra...); err != nil {
 				return nil, policyError(c.Name, err)
 			}
 		}
@@ -106,6 +113,29 @@ func reusable(prev *setState, c Config) *Limiter {
 		return nil
 	}
 	return prev.limiters[c.Name]
+}
+
+// promoted returns the candidate strategy of prev's policy c.Name when c
+// promotes it: c enforces what the candidate decided (same algorithm,
+// limits and key prefix). The new Limiter then decides with that strategy
+// itself, so an in-process candidate's state carries over as a Redis one's
+// does through its keys.
+func promoted(prev *setState, c Config) strategy.Strategy {
+	if prev == nil {
+		return nil
+	}
+	old, ok := prev.configs[c.Name]
+	if !ok || old.Candidate == nil {
+		return nil
+	}
+	cc, err := old.candidate()
+	if err != nil || !sameConfig(cc.strategyFields(), c.strategyFields()) {
+		return nil
+	}
+	if cmp, ok := prev.limiters[c.Name].st.(*compare.Limiter); ok {
+		return cmp.Candidate()
+	}
+	return nil
 }
 
 // sameConfig reports whether a Limiter built for a enforces b too, so that

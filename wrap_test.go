@@ -379,3 +379,83 @@ func TestMultiPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidatePolicy checks a policy with a candidate: decisions are the
+// enforced algorithm's, the Observer gets the agreement of each request,
+// and a promote through Set.Update keeps the candidate's state, on Redis
+// and in process.
+func TestCandidatePolicy(t *testing.T) {
+	ctx := context.Background()
+	doc := `{"api": {"algorithm": "fixed_window", "limit": 4, "window": "1m",
+		"candidate": {"algorithm": "sliding_log", "limit": 4, "window": "1m"}}}`
+	p, err := ratelimit.ParsePolicies([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rdb := conformance.Miniredis(t)
+	for _, backend := range []string{"redis", "local"} {
+		t.Run(backend, func(t *testing.T) {
+			// 20s before a fixed window's edge: the window resets there,
+			// the sliding log's units stay
+			clock := conformance.NewClock(conformance.Epoch.Add(40 * time.Second))
+			rec := &decisionLog{}
+			opts := []ratelimit.Option{ratelimit.WithClock(clock), ratelimit.WithObserver(rec)}
+			var set *ratelimit.Set
+			if backend == "redis" {
+				set, err = ratelimit.NewSet(rdb, p, opts...)
+			} else {
+				set, err = ratelimit.NewLocalSet(p, opts...)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := set.Get("api")
+			for i := range 4 {
+				if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+					t.Fatalf("Allow %d = %+v, %v; want allowed", i, r, err)
+				}
+			}
+			clock.Advance(30 * time.Second) // a new fixed window
+			if r, _ := l.Allow(ctx, "k"); !r.Allowed {
+				t.Fatalf("Allow in the next fixed window = %+v, want allowed by fixed_window", r)
+			}
+			if c, ok := l.Strategy().(interface{ Wait() }); ok {
+				c.Wait() // background comparisons, if any
+			}
+			counts := map[string]int{}
+			rec.mu.Lock()
+			for _, d := range rec.ds {
+				if d.Op == "compare" {
+					counts[d.Agreement]++
+					if d.Algorithm != ratelimit.SlidingLog {
+						t.Errorf("compare Decision Algorithm = %q, want the candidate's", d.Algorithm)
+					}
+				}
+			}
+			rec.mu.Unlock()
+			if want := map[string]int{"both_allow": 4, "candidate_only_deny": 1}; !reflect.DeepEqual(counts, want) {
+				t.Errorf("agreements %v, want %v", counts, want)
+			}
+
+			// promote: the policy becomes its candidate; the sliding log
+			// still holds the 4 units of 30s ago
+			promoted := ratelimit.Policies{"api": *p["api"].Candidate}
+			if err := set.Update(promoted); err != nil {
+				t.Fatal(err)
+			}
+			l, _ = set.Get("api")
+			if r, _ := l.Allow(ctx, "k"); r.Allowed {
+				t.Errorf("Allow after the promote = %+v, want denied: the candidate's state carried over", r)
+			}
+		})
+	}
+	for _, bad := range []struct{ doc, want string }{
+		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "sliding_log", "limit": 2, "window": "1s"}}}`, "Prefix must differ"},
+		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2, "window": "1s", "mode": "shadow"}}}`, "Mode must be empty"},
+		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2}}}`, `field "candidate.window"`},
+	} {
+		if _, err := ratelimit.ParsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
+		}
+	}
+}
