@@ -268,201 +268,6 @@ func TestLargeCounts(t *testing.T) {
 	})
 }
 
-func TestServerTime(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, err := fixedwindow.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.SetTime(conformance.Epoch.Add(200 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatal("first request denied")
-	}
-	mr.SetTime(conformance.Epoch.Add(999 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
-		t.Fatalf("at +999ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
-	}
-	// The key has not expired (miniredis TTLs move only with FastForward):
-	// the window index in the value tells the count is stale.
-	mr.SetTime(conformance.Epoch.Add(time.Second))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatalf("at +1s by the server's TIME: %+v, want allowed", r)
-	}
-}
-
-func TestTTL(t *testing.T) {
-	// 250ms into a 1s window, the counter matters for 750ms more.
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	lim := strategy.PerSecond(5)
-	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := conformance.Miniredis(t)
-		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock))
-		allow(t, st, "k", 1)
-		if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
-			t.Fatalf("TTL = %v, want 750ms (until the window ends)", ttl)
-		}
-		mr.FastForward(749 * time.Millisecond)
-		if !mr.Exists(st.Key("k")) {
-			t.Fatal("key expired before its window ended")
-		}
-		mr.FastForward(time.Millisecond)
-		if mr.Exists(st.Key("k")) {
-			t.Fatal("key still exists after its window ended")
-		}
-	})
-	t.Run("redis", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-		allow(t, st, "k", 1)
-		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 750*time.Millisecond {
-			t.Fatalf("PTTL = %v, want in (0, 750ms]", ttl)
-		}
-		if err := st.Reset(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
-			t.Fatal("key exists after Reset")
-		}
-	})
-	t.Run("redis server time", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
-		r := allow(t, st, "k", 1)
-		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
-		if ttl <= 0 || ttl > r.ResetAfter || ttl > time.Minute {
-			t.Fatalf("PTTL = %v, want in (0, ResetAfter %v]", ttl, r.ResetAfter)
-		}
-	})
-}
-
-// TestLaterWritesKeepTheTTL: a window's later units are added with INCRBY,
-// the cheap path, which keeps the TTL of the window's first write (the
-// deadline is the same); miniredis's TTL, moved with FastForward alone,
-// shows which path ran.
-func TestLaterWritesKeepTheTTL(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	st, _ := fixedwindow.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
-	allow(t, st, "k", 1)
-	if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
-		t.Fatalf("TTL after the first write = %v, want 750ms", ttl)
-	}
-	mr.FastForward(100 * time.Millisecond)
-	if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 2 {
-		t.Fatalf("AllowN(2) = %+v, want allowed with Remaining 2", r)
-	}
-	if ttl := mr.TTL(st.Key("k")); ttl != (750-100)*time.Millisecond {
-		t.Fatalf("TTL after a later write = %v, want 750ms - 100ms, not rewritten", ttl)
-	}
-}
-
-func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := fixedwindow.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
-	if _, err := st.Peek(ctx, "never-seen"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "never-seen", 3); r.Allowed {
-		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
-	}
-	allow(t, st, "k", 2)
-	key := st.Key("k")
-	v, _ := mr.Get(key)
-	mr.FastForward(time.Second) // so that a rewritten TTL would show
-	ttl := mr.TTL(key)
-	clock.Advance(time.Second)
-	if _, err := st.Peek(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "k", 1); r.Allowed {
-		t.Fatalf("3rd unit of 2 = %+v, want denied", r)
-	}
-	if v2, _ := mr.Get(key); v2 != v || mr.TTL(key) != ttl {
-		t.Fatalf("after Peek and a denial: value %q TTL %v, want unchanged %q %v", v2, mr.TTL(key), v, ttl)
-	}
-}
-
-func TestKeyLayout(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
-	for subject, want := range map[string]string{
-		"user:42":   "app:fw:{user:42}",
-		"{x}":       "app:fw:{%7Bx%7D}",
-		"a#1":       "app:fw:{a%231}",
-		"100%":      "app:fw:{100%25}",
-		"ключ":      "app:fw:{ключ}",
-		"nul\x00in": "app:fw:{nul\x00in}",
-	} {
-		if got := st.Key(subject); got != want {
-			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
-		}
-	}
-	def, _ := fixedwindow.New(rdb, strategy.PerMinute(5))
-	if got := def.Key("user:42"); got != "rl:fw:{user:42}" {
-		t.Errorf("Key with the default prefix = %q, want rl:fw:{user:42}", got)
-	}
-}
-
-func TestInvalidConfig(t *testing.T) {
-	conformance.InvalidConfig(t, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-// TestMemoryUsage measures what Redis holds for one subject after 100
-// requests, with the default prefix, on a real redis-server of its own.
-func TestMemoryUsage(t *testing.T) {
-	rdb := testredis.Start(t).Client(t)
-	clock := conformance.NewClock(conformance.Epoch)
-	for _, c := range []struct {
-		prefix string
-		max    int64
-	}{
-		// 16 (integer object) + 24 (dict entry) + 32 (a 15-byte key's
-		// allocation): the least any key of that length costs.
-		{strategy.DefaultPrefix, 72},
-		{"r:", 60}, // a 14-byte key fits a 16-byte allocation
-	} {
-		st, _ := fixedwindow.New(rdb, strategy.PerMinute(100), strategy.WithClock(clock), strategy.WithPrefix(c.prefix))
-		for i := 0; i < 100; i++ {
-			if r := allow(t, st, "user:42", 1); !r.Allowed {
-				t.Fatalf("request %d denied", i)
-			}
-		}
-		key := st.Key("user:42")
-		got, err := rdb.MemoryUsage(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		enc := rdb.ObjectEncoding(ctx, key).Val()
-		t.Logf("MEMORY USAGE %s after 100 requests = %d bytes (encoding %s)", key, got, enc)
-		if got > c.max || enc != "int" {
-			t.Errorf("MEMORY USAGE %s = %d bytes, encoding %s; want <= %d, int", key, got, enc, c.max)
-		}
-	}
-}
-
-func TestLocalDropsIdleSubjects(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := fixedwindow.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
-	for i := 0; i < 1000; i++ {
-		st.AllowN(ctx, "subject-"+string(rune('a'+i%26))+string(rune(i)), 1)
-	}
-	if n := st.Subjects(); n == 0 {
-		t.Fatal("no subjects stored after 1000 requests")
-	}
-	clock.Advance(time.Second) // every window has just ended
-	st.AllowN(ctx, "late", 1)
-	for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
-		st.Peek(ctx, string(rune(i)))
-	}
-	if n := st.Subjects(); n > 1 {
-		t.Fatalf("%d subjects still stored after their windows ended, want only the live one", n)
-	}
-}
-
 func BenchmarkLocal(b *testing.B) {
 	st, _ := fixedwindow.NewLocal(strategy.Limit{Limit: 1 << 40, Window: time.Hour})
 	b.ReportAllocs()
@@ -501,5 +306,33 @@ func BenchmarkRedis(b *testing.B) {
 				i++
 			}
 		})
+	})
+}
+
+// TestSpec runs the checks every algorithm shares with the fixed window's
+// numbers. By the server's TIME, miniredis keys do not expire (their TTLs
+// move only with FastForward): the window index in the value tells a count
+// is stale. The key lives until its window ends, and later writes of the
+// window (INCRBY, the cheap path) keep that TTL. Memory: 16 (integer
+// object) + 24 (dict entry) + 32 (a 15-byte key's allocation), the least
+// any key of that length costs; a 14-byte key fits a 16-byte allocation.
+func TestSpec(t *testing.T) {
+	conformance.RunSpec(t, conformance.Spec[*fixedwindow.Limiter, *fixedwindow.Local]{
+		New: fixedwindow.New, NewLocal: fixedwindow.NewLocal, Tag: "fw",
+		ServerTime: conformance.ServerTime{
+			Lim: strategy.Limit{Limit: 1, Window: time.Second},
+			Steps: []conformance.TimeStep{
+				{At: 200 * time.Millisecond, N: 1, Allowed: true},
+				{At: 999 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
+				{At: time.Second, N: 1, Allowed: true},
+			},
+		},
+		TTL:   conformance.TTL{Lim: strategy.PerSecond(5), Start: 250 * time.Millisecond, N: 1, Want: 750 * time.Millisecond, KeepOnLaterWrite: true},
+		Still: time.Second,
+		Idle:  time.Second, // every window has just ended
+		Memory: []conformance.Memory{
+			{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 72},
+			{Lim: strategy.PerMinute(100), Prefix: "r:", Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 60},
+		},
 	})
 }

@@ -416,128 +416,6 @@ func TestErrorBoundRandom(t *testing.T) {
 	}
 }
 
-func TestServerTime(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, err := slidingcounter.New(rdb, strategy.PerSecond(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.SetTime(conformance.Epoch.Add(900 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 2); !r.Allowed {
-		t.Fatal("first request denied")
-	}
-	// Keys do not expire here (miniredis TTLs move only with FastForward):
-	// the window index in the value tells which count is which.
-	mr.SetTime(conformance.Epoch.Add(1499 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
-		t.Fatalf("at +1499ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
-	}
-	mr.SetTime(conformance.Epoch.Add(1500 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatalf("at +1500ms by the server's TIME: %+v, want allowed", r)
-	}
-	mr.SetTime(conformance.Epoch.Add(3 * time.Second))
-	if p, _ := st.Peek(ctx, "k"); p.Remaining != 2 || p.ResetAfter != 0 {
-		t.Fatalf("two windows later by the server's TIME: %+v, want Remaining 2, ResetAfter 0", p)
-	}
-}
-
-func TestTTL(t *testing.T) {
-	// 250ms into a 1s window, the count matters until the next window ends.
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	lim := strategy.PerSecond(5)
-	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := conformance.Miniredis(t)
-		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock))
-		allow(t, st, "k", 1)
-		if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
-			t.Fatalf("TTL = %v, want 1750ms (until the next window ends)", ttl)
-		}
-		mr.FastForward(1749 * time.Millisecond)
-		if !mr.Exists(st.Key("k")) {
-			t.Fatal("key expired before the next window ended")
-		}
-		mr.FastForward(time.Millisecond)
-		if mr.Exists(st.Key("k")) {
-			t.Fatal("key still exists after the next window ended")
-		}
-	})
-	t.Run("redis", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-		allow(t, st, "k", 1)
-		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 1750*time.Millisecond {
-			t.Fatalf("PTTL = %v, want in (0, 1750ms]", ttl)
-		}
-		if err := st.Reset(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
-			t.Fatal("key exists after Reset")
-		}
-	})
-	t.Run("redis server time", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
-		r := allow(t, st, "k", 1)
-		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
-		if ttl <= time.Minute || ttl > r.ResetAfter {
-			t.Fatalf("PTTL = %v, want in (1m, ResetAfter %v]", ttl, r.ResetAfter)
-		}
-	})
-}
-
-// TestLaterWritesKeepTheTTL: a window's later units are added with INCRBY,
-// the cheap path, which keeps the TTL of the window's first write (the
-// deadline is the same); miniredis's TTL, moved with FastForward alone,
-// shows which path ran.
-func TestLaterWritesKeepTheTTL(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	st, _ := slidingcounter.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
-	allow(t, st, "k", 1)
-	if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
-		t.Fatalf("TTL after the first write = %v, want 1750ms", ttl)
-	}
-	mr.FastForward(100 * time.Millisecond)
-	if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 2 {
-		t.Fatalf("AllowN(2) = %+v, want allowed with Remaining 2", r)
-	}
-	if ttl := mr.TTL(st.Key("k")); ttl != (1750-100)*time.Millisecond {
-		t.Fatalf("TTL after a later write = %v, want 1750ms - 100ms, not rewritten", ttl)
-	}
-}
-
-func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
-	if _, err := st.Peek(ctx, "never-seen"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "never-seen", 3); r.Allowed {
-		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
-	}
-	allow(t, st, "k", 2)
-	key := st.Key("k")
-	v, _ := mr.Get(key)
-	mr.FastForward(time.Second) // so that a rewritten TTL would show
-	ttl := mr.TTL(key)
-	clock.Advance(time.Minute + time.Second)
-	if _, err := st.Peek(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "k", 1); r.Allowed {
-		t.Fatalf("AllowN(1) one window after 2 of 2 = %+v, want denied", r)
-	}
-	if v2, _ := mr.Get(key); v2 != v || mr.TTL(key) != ttl {
-		t.Fatalf("after Peek and a denial: value %q TTL %v, want unchanged %q %v", v2, mr.TTL(key), v, ttl)
-	}
-}
-
 // TestForeignValue: a value the script did not write (an older format, a
 // hand-set key) counts as no state, not as an error. ("12" is a valid
 // integer form, of window tag 0, which is not this window's or the last.)
@@ -548,81 +426,6 @@ func TestForeignValue(t *testing.T) {
 		mr.Set(st.Key("k"), v)
 		if p := peek(t, st, "k"); p.Remaining != 2 {
 			t.Errorf("Peek with value %q = %+v, want Remaining 2", v, p)
-		}
-	}
-}
-
-func TestKeyLayout(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
-	for subject, want := range map[string]string{
-		"user:42":   "app:sc:{user:42}",
-		"{x}":       "app:sc:{%7Bx%7D}",
-		"a#1":       "app:sc:{a%231}",
-		"100%":      "app:sc:{100%25}",
-		"ключ":      "app:sc:{ключ}",
-		"nul\x00in": "app:sc:{nul\x00in}",
-	} {
-		if got := st.Key(subject); got != want {
-			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
-		}
-	}
-	def, _ := slidingcounter.New(rdb, strategy.PerMinute(5))
-	if got := def.Key("user:42"); got != "rl:sc:{user:42}" {
-		t.Errorf("Key with the default prefix = %q, want rl:sc:{user:42}", got)
-	}
-}
-
-func TestInvalidConfig(t *testing.T) {
-	conformance.InvalidConfig(t, slidingcounter.New, slidingcounter.NewLocal,
-		conformance.ConfigCase{Name: "limit x window too large", Lim: strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}, Field: "Limit x Window"},
-	)
-	_, rdb := conformance.Miniredis(t)
-	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}); !errors.Is(err, strategy.ErrInvalidLimit) {
-		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
-	}
-	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}); err != nil {
-		t.Errorf("Limit x Window = MaxProduct: err = %v, want none", err)
-	}
-}
-
-// TestMemoryUsage measures what Redis holds for one subject after 100
-// requests, with the default prefix, on a real redis-server of its own: an
-// integer below a limit of 2^20, a string above.
-func TestMemoryUsage(t *testing.T) {
-	rdb := testredis.Start(t).Client(t)
-	for _, c := range []struct {
-		limit int64
-		max   int64
-		enc   string
-	}{
-		// 24 (dict entry) + 32 (the 15-byte key) + 16 (integer object)
-		{100, 72, "int"},
-		// the same with a string of up to 12 bytes (32)
-		{1 << 20, 88, "embstr"},
-	} {
-		// 30s into a window: the previous window's count is kept too
-		clock := conformance.NewClock(conformance.Epoch.Add(30 * time.Second))
-		st, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.limit, Window: time.Minute}, strategy.WithClock(clock))
-		st.Reset(ctx, "user:42")
-		for i := 0; i < 100; i++ {
-			if r := allow(t, st, "user:42", 1); !r.Allowed {
-				t.Fatalf("limit %d: request %d denied", c.limit, i)
-			}
-			if i == 49 {
-				clock.Advance(time.Minute) // 50 in one window, 50 in the next
-			}
-		}
-		key := st.Key("user:42")
-		got, err := rdb.MemoryUsage(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := rdb.Get(ctx, key).Val()
-		enc := rdb.ObjectEncoding(ctx, key).Val()
-		t.Logf("limit %d: MEMORY USAGE %s after 100 requests = %d bytes (value %q, encoding %s)", c.limit, key, got, v, enc)
-		if got > c.max || enc != c.enc {
-			t.Errorf("limit %d: MEMORY USAGE %s = %d bytes, encoding %s; want <= %d, %s", c.limit, key, got, enc, c.max, c.enc)
 		}
 	}
 }
@@ -653,28 +456,6 @@ func TestFormatsCarryOver(t *testing.T) {
 				t.Fatalf("Peek under limit %d after one more under limit %d = %+v, want Remaining %d (stored %q, then %q)", c.from, c.to, p, c.from-36, before, after)
 			}
 		})
-	}
-}
-
-func TestLocalDropsIdleSubjects(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := slidingcounter.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
-	touch := func() {
-		for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
-			st.Peek(ctx, string(rune(i)))
-		}
-	}
-	for i := 0; i < 1000; i++ {
-		st.AllowN(ctx, "subject-"+string(rune('a'+i%26))+string(rune(i)), 1)
-	}
-	if n := st.Subjects(); n != 1000 {
-		t.Fatalf("%d subjects stored, want 1000", n)
-	}
-	clock.Advance(2 * time.Second) // the end of the window after theirs
-	st.AllowN(ctx, "late", 1)
-	touch()
-	if n := st.Subjects(); n > 1 {
-		t.Fatalf("%d subjects still stored when their counts stopped mattering, want only the live one", n)
 	}
 }
 
@@ -717,4 +498,41 @@ func BenchmarkRedis(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestSpec runs the checks every algorithm shares with the sliding
+// counter's numbers. By the server's TIME, miniredis keys do not expire
+// (their TTLs move only with FastForward): the window index in the value
+// tells which count is which. The key lives until the next window ends,
+// and later writes of the window (INCRBY, the cheap path) keep that TTL.
+// Memory, with the previous window's count kept too: 24 (dict entry) + 32
+// (the 15-byte key) + 16 (integer object) below a limit of 2^20, the same
+// with a string of up to 12 bytes (32) above.
+func TestSpec(t *testing.T) {
+	tooLarge := strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}
+	conformance.RunSpec(t, conformance.Spec[*slidingcounter.Limiter, *slidingcounter.Local]{
+		New: slidingcounter.New, NewLocal: slidingcounter.NewLocal, Tag: "sc",
+		ServerTime: conformance.ServerTime{
+			Lim: strategy.PerSecond(2),
+			Steps: []conformance.TimeStep{
+				{At: 900 * time.Millisecond, N: 2, Allowed: true},
+				{At: 1499 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
+				{At: 1500 * time.Millisecond, N: 1, Allowed: true},
+				{At: 3 * time.Second, N: 0, Allowed: true, Full: true},
+			},
+		},
+		TTL:   conformance.TTL{Lim: strategy.PerSecond(5), Start: 250 * time.Millisecond, N: 1, Want: 1750 * time.Millisecond, KeepOnLaterWrite: true},
+		Still: time.Minute + time.Second, // the previous window's count still weighs
+		Idle:  2 * time.Second,           // the end of the window after theirs
+		Memory: []conformance.Memory{
+			{Lim: strategy.PerMinute(100), Start: 30 * time.Second, Requests: 100, Cost: 1, Step: 600 * time.Millisecond, Encodings: []string{"int"}, MaxBytes: 72},
+			{Lim: strategy.PerMinute(1 << 20), Start: 30 * time.Second, Requests: 100, Cost: 1, Step: 600 * time.Millisecond, Encodings: []string{"embstr"}, MaxBytes: 88},
+		},
+		Invalid:  []conformance.ConfigCase{{Name: "limit x window too large", Lim: tooLarge, Field: "Limit x Window"}},
+		Accepted: []strategy.Limit{{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}},
+	})
+	_, rdb := conformance.Miniredis(t)
+	if _, err := slidingcounter.New(rdb, tooLarge); !errors.Is(err, strategy.ErrInvalidLimit) {
+		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
+	}
 }

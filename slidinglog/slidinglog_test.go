@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,148 +163,44 @@ func TestSameMillisecondBurst(t *testing.T) {
 	})
 }
 
-func TestServerTime(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, err := slidinglog.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.SetTime(conformance.Epoch)
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatal("first request denied")
-	}
-	mr.SetTime(conformance.Epoch.Add(999 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
-		t.Fatalf("at +999ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
-	}
-	mr.SetTime(conformance.Epoch.Add(time.Second))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatalf("at +1s by the server's TIME: %+v, want allowed", r)
-	}
-}
-
-func TestTTL(t *testing.T) {
-	check := func(t *testing.T, ttl time.Duration) {
-		if ttl <= 0 || ttl > time.Minute {
-			t.Fatalf("TTL = %v, want in (0, 1m]", ttl)
-		}
-	}
-	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := conformance.Miniredis(t)
-		st, _ := slidinglog.New(rdb, strategy.PerMinute(5))
-		st.AllowN(ctx, "k", 1)
-		check(t, mr.TTL(st.Key("k")))
-		mr.FastForward(time.Minute)
-		if mr.Exists(st.Key("k")) {
-			t.Fatal("key still exists after its TTL")
-		}
-	})
-	t.Run("redis", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := slidinglog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
-		st.AllowN(ctx, "k", 1)
-		check(t, rdb.PTTL(ctx, st.Key("k")).Val())
-		if _, err := st.Peek(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Reset(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
-			t.Fatal("key exists after Reset")
-		}
-	})
-}
-
-func TestPeekWritesNothing(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, _ := slidinglog.New(rdb, strategy.PerMinute(5))
-	if _, err := st.Peek(ctx, "never-seen"); err != nil {
-		t.Fatal(err)
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("Peek of an unknown subject created keys %v", keys)
-	}
-}
-
-func TestKeyLayout(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	st, _ := slidinglog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
-	for subject, want := range map[string]string{
-		"user:42":   "app:sl:{user:42}",
-		"{x}":       "app:sl:{%7Bx%7D}",
-		"a#1":       "app:sl:{a%231}",
-		"100%":      "app:sl:{100%25}",
-		"ключ":      "app:sl:{ключ}",
-		"nul\x00in": "app:sl:{nul\x00in}",
-	} {
-		if got := st.Key(subject); got != want {
-			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
-		}
-	}
-}
-
-func TestInvalidConfig(t *testing.T) {
-	conformance.InvalidConfig(t, slidinglog.New, slidinglog.NewLocal)
-}
-
-func TestLocalDropsIdleSubjects(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := slidinglog.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
-	for i := 0; i < 1000; i++ {
-		st.AllowN(ctx, "subject-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune(i)), 1)
-	}
-	if n := st.Subjects(); n == 0 {
-		t.Fatal("no subjects stored after 1000 requests")
-	}
-	clock.Advance(3 * time.Second)
-	st.AllowN(ctx, "late", 1)
-	for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
-		st.Peek(ctx, string(rune(i)))
-	}
-	if n := st.Subjects(); n > 1 {
-		t.Fatalf("%d subjects still stored two windows after they went idle, want only the live one", n)
-	}
-}
-
-// TestMemoryUsage measures what Redis holds for a subject with 100 requests
-// (default prefix) on a real redis-server, of cost 1 (limit 100/min) and of
-// cost 1000 (limit 100,000/min), next to 100 entries with the common
-// "<ms>-<random hex>" member. Small integer members keep the listpack near
-// 13 bytes an entry, and a request is one entry whatever its cost.
-func TestMemoryUsage(t *testing.T) {
-	rdb := testredis.Start(t).Client(t)
-	var ours [2]int64
-	for i, cost := range []int64{1, 1000} {
-		clock := conformance.NewClock(conformance.Epoch)
-		st, err := slidinglog.New(rdb, strategy.PerMinute(100*cost), strategy.WithClock(clock))
-		if err != nil {
-			t.Fatal(err)
-		}
-		subject := fmt.Sprintf("user:%d", 42+i)
-		for j := 0; j < 100; j++ {
-			if r, err := st.AllowN(ctx, subject, cost); err != nil || !r.Allowed {
-				t.Fatalf("cost %d, request %d: %+v, %v", cost, j, r, err)
+// TestSpec runs the checks every algorithm shares with the sliding log's
+// numbers. Memory: small integer members keep the listpack near 13 bytes an
+// entry, and a request is one entry whatever its cost; 100 entries with
+// the common "<ms>-<random hex>" member cost over twice as much.
+func TestSpec(t *testing.T) {
+	conformance.RunSpec(t, conformance.Spec[*slidinglog.Limiter, *slidinglog.Local]{
+		New: slidinglog.New, NewLocal: slidinglog.NewLocal, Tag: "sl",
+		ServerTime: conformance.ServerTime{
+			Lim: strategy.Limit{Limit: 1, Window: time.Second},
+			Steps: []conformance.TimeStep{
+				{At: 0, N: 1, Allowed: true},
+				{At: 999 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
+				{At: time.Second, N: 1, Allowed: true},
+			},
+			Real: strategy.PerMinute(2), RealRetry: time.Minute,
+		},
+		TTL:   conformance.TTL{Lim: strategy.PerMinute(5), N: 1, Want: time.Minute},
+		Still: 5 * time.Second,
+		Idle:  3 * time.Second,
+		Memory: []conformance.Memory{
+			{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Step: 37 * time.Millisecond, Encodings: []string{"listpack"}, MaxBytes: 1700},
+			{Lim: strategy.PerMinute(100_000), Requests: 100, Cost: 1000, Step: 37 * time.Millisecond, Encodings: []string{"listpack"}, MaxBytes: 1700},
+		},
+		OnMemory: func(t *testing.T, rdb *redis.Client, m conformance.Memory, ours int64) {
+			if m.Cost != 1 {
+				return
 			}
-			clock.Advance(37 * time.Millisecond)
-		}
-		key := st.Key(subject)
-		ours[i] = rdb.MemoryUsage(ctx, key).Val()
-		enc := rdb.ObjectEncoding(ctx, key).Val()
-		t.Logf("MEMORY USAGE %s with 100 requests of cost %d: %d bytes (%s, %d entries)", key, cost, ours[i], enc, rdb.ZCard(ctx, key).Val())
-		if ours[i] == 0 || ours[i] > 1700 || enc != "listpack" {
-			t.Errorf("cost %d: MEMORY USAGE %s = %d bytes, encoding %s; want <= 1700 bytes in a listpack", cost, key, ours[i], enc)
-		}
-	}
-	naiveKey := "naive:{user:42}"
-	for i := 0; i < 100; i++ {
-		ms := conformance.Epoch.UnixMilli() + int64(i)*37
-		member := fmt.Sprintf("%d-%016x", ms, uint64(i+1)*0x9E3779B97F4A7C15)
-		rdb.ZAdd(ctx, naiveKey, redis.Z{Score: float64(ms), Member: member})
-	}
-	naive := rdb.MemoryUsage(ctx, naiveKey).Val()
-	t.Logf("MEMORY USAGE with 100 naive \"<ms>-<hex>\" members: %d bytes", naive)
-	if naive < 2*ours[0] {
-		t.Errorf("naive members cost %d bytes, ours %d: want ours under half", naive, ours[0])
-	}
+			naiveKey := "naive:{user:42}"
+			for i := 0; i < m.Requests; i++ {
+				ms := conformance.Epoch.UnixMilli() + int64(i)*m.Step.Milliseconds()
+				member := fmt.Sprintf("%d-%016x", ms, uint64(i+1)*0x9E3779B97F4A7C15)
+				rdb.ZAdd(ctx, naiveKey, redis.Z{Score: float64(ms), Member: member})
+			}
+			naive := rdb.MemoryUsage(ctx, naiveKey).Val()
+			t.Logf("MEMORY USAGE with %d naive \"<ms>-<hex>\" members: %d bytes", m.Requests, naive)
+			if naive < 2*ours {
+				t.Errorf("naive members cost %d bytes, ours %d: want ours under half", naive, ours)
+			}
+		},
+	})
 }
