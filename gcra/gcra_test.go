@@ -101,6 +101,8 @@ func TestSpec(t *testing.T) {
 		conformance.Memory{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 72}))
 }
 
-func TestLocalAllocs(t *testing.T) { conformance.LocalAllocs(t, gcra.NewLocal, strategy.PerSecond(1000)) }
+func TestLocalAllocs(t *testing.T) {
+	conformance.LocalAllocs(t, gcra.NewLocal, strategy.PerSecond(1000))
+}
 
 func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, gcra.NewLocal) }

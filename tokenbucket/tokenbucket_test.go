@@ -59,6 +59,8 @@ func TestSpec(t *testing.T) {
 		conformance.Memory{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"listpack", "ziplist"}, MaxBytes: 128}))
 }
 
-func TestLocalAllocs(t *testing.T) { conformance.LocalAllocs(t, tokenbucket.NewLocal, strategy.PerSecond(1000)) }
+func TestLocalAllocs(t *testing.T) {
+	conformance.LocalAllocs(t, tokenbucket.NewLocal, strategy.PerSecond(1000))
+}
 
 func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, tokenbucket.NewLocal) }
