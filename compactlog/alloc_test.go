@@ -15,20 +15,7 @@ import (
 // its cost: the twin stores a run per request, not an entry per unit. (The
 // race detector's instrumentation allocates, hence the build tag.)
 func TestLocalAllocs(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := compactlog.NewLocal(strategy.Limit{Limit: compactlog.MaxLimit, Window: time.Hour}, strategy.WithClock(clock))
-	for range 64 { // warm: the ring of runs has grown to hold what the loop keeps
-		st.AllowN(ctx, "warm", 1)
-		clock.Advance(time.Millisecond)
-	}
-	for name, f := range map[string]func(){
-		"AllowN": func() { st.AllowN(ctx, "warm", 1) },
-		"Peek":   func() { st.Peek(ctx, "warm") },
-	} {
-		if got := testing.AllocsPerRun(100, f); got != 0 {
-			t.Errorf("%s on a warm subject: %v allocations, want 0", name, got)
-		}
-	}
+	st := conformance.LocalAllocs(t, compactlog.NewLocal, strategy.Limit{Limit: compactlog.MaxLimit, Window: time.Hour})
 	// a cost of n is one run: the same allocations for n = 1 and n = 5000
 	fresh := func(n int64) float64 {
 		return testing.AllocsPerRun(100, func() { st.Reset(ctx, "cold"); st.AllowN(ctx, "cold", n) })

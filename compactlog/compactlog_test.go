@@ -52,6 +52,9 @@ func newRanges(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) 
 }
 
 // TestDifferential holds the script, on both of its paths, to its local twin.
+// TestExactLog runs the window edges every exact log shares.
+func TestExactLog(t *testing.T) { conformance.ExactLog(t, compactlog.New, compactlog.NewLocal) }
+
 func TestDifferential(t *testing.T) {
 	t.Run("whole", func(t *testing.T) {
 		conformance.DifferentialOf(t, compactlog.New, compactlog.NewLocal, extraLimits...)
@@ -92,66 +95,6 @@ func TestSameDecisionsAsSlidingLog(t *testing.T) {
 	conformance.Equivalent(t, compactlog.New, compactlog.NewLocal, slidinglog.New, slidinglog.NewLocal, extraLimits...)
 	t.Run("ranges", func(t *testing.T) {
 		conformance.Equivalent(t, newRanges, compactlog.NewLocal, slidinglog.New, slidinglog.NewLocal, extraLimits...)
-	})
-}
-
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock.
-func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
-	t.Helper()
-	conformance.OnBackends(t, lim, compactlog.New, compactlog.NewLocal, f)
-}
-
-func TestWindowEdges(t *testing.T) {
-	backends(t, strategy.Limit{Limit: 2, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		mustAllow := func(want bool, what string) strategy.Result {
-			t.Helper()
-			r, err := st.AllowN(ctx, "edge", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Allowed != want {
-				t.Fatalf("%s: Allowed = %v, want %v (%+v)", what, r.Allowed, want, r)
-			}
-			return r
-		}
-		mustAllow(true, "unit at t=0")
-		clock.Advance(400 * time.Millisecond)
-		mustAllow(true, "unit at t=400ms")
-		clock.Advance(599 * time.Millisecond) // t=999ms: the t=0 unit still counts
-		if r := mustAllow(false, "at t=999ms"); r.RetryAfter != time.Millisecond || r.ResetAfter != 401*time.Millisecond {
-			t.Fatalf("at t=999ms: %+v, want RetryAfter 1ms, ResetAfter 401ms", r)
-		}
-		clock.Advance(time.Millisecond) // t=1000ms: now - 0 = Window, the unit has left
-		mustAllow(true, "at t=1000ms")
-		if r := mustAllow(false, "again at t=1000ms"); r.RetryAfter != 400*time.Millisecond {
-			t.Fatalf("RetryAfter at t=1000ms = %v, want 400ms", r.RetryAfter)
-		}
-	})
-}
-
-func TestRetryAfterForCost(t *testing.T) {
-	// units at 0, 100, 200, 300, 400 ms of limit 5/s; at 500ms a request of 3
-	// needs the three oldest to leave: the third leaves at 1200ms.
-	backends(t, strategy.Limit{Limit: 5, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		for i := 0; i < 5; i++ {
-			if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-				t.Fatalf("unit %d denied", i)
-			}
-			clock.Advance(100 * time.Millisecond)
-		}
-		for _, c := range []struct {
-			n    int64
-			want time.Duration
-		}{{1, 500 * time.Millisecond}, {3, 700 * time.Millisecond}, {5, 900 * time.Millisecond}} {
-			r, err := st.AllowN(ctx, "k", c.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Allowed || r.RetryAfter != c.want || r.ResetAfter != 900*time.Millisecond {
-				t.Errorf("AllowN(%d) at 500ms = %+v, want denied, RetryAfter %v, ResetAfter 900ms", c.n, r, c.want)
-			}
-		}
 	})
 }
 

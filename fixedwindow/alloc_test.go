@@ -14,15 +14,5 @@ import (
 // TestLocalAllocs: a decision on a warm subject allocates nothing. (The race
 // detector's instrumentation allocates, hence the build tag.)
 func TestLocalAllocs(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := fixedwindow.NewLocal(strategy.Limit{Limit: 1 << 40, Window: time.Hour}, strategy.WithClock(clock))
-	st.AllowN(ctx, "warm", 1)
-	for name, f := range map[string]func(){
-		"AllowN": func() { st.AllowN(ctx, "warm", 1) },
-		"Peek":   func() { st.Peek(ctx, "warm") },
-	} {
-		if got := testing.AllocsPerRun(1000, f); got != 0 {
-			t.Errorf("%s on a warm subject: %v allocations, want 0", name, got)
-		}
-	}
+	conformance.LocalAllocs(t, fixedwindow.NewLocal, strategy.Limit{Limit: 1 << 40, Window: time.Hour})
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/internal/conformance"
@@ -22,6 +19,11 @@ var ctx = context.Background()
 
 func TestConformance(t *testing.T) {
 	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, fixedwindow.New, fixedwindow.NewLocal)
+}
+
+// TestClockBackToAnEarlierWindow: counts belong to their windows.
+func TestClockBackToAnEarlierWindow(t *testing.T) {
+	conformance.ClockBackToAnEarlierWindow(t, fixedwindow.New, fixedwindow.NewLocal)
 }
 
 func TestDifferential(t *testing.T) {
@@ -61,74 +63,11 @@ func TestDifferentialClockJumps(t *testing.T) {
 	}
 }
 
-// TestClockBackToAnEarlierWindow: a count belongs to its window; a clock
-// that goes back to an earlier window finds it empty, not the later count.
-func TestClockBackToAnEarlierWindow(t *testing.T) {
-	backends(t, strategy.PerSecond(3), conformance.Epoch.Add(time.Second), func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 3)
-		clock.Set(conformance.Epoch.Add(999 * time.Millisecond))
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 2 {
-			t.Fatalf("one window back: %+v, want allowed with Remaining 2", r)
-		}
-	})
-}
-
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock starting at start.
+// backends runs f over the Redis strategy on every backend and over the
+// local twin, all on a manual clock starting at start.
 func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, name string, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock(start)
-			f(t, name, build(t, name, lim, clock), clock)
-		})
-	}
-}
-
-// build returns the strategy of the backend name on clock.
-func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
-	t.Helper()
-	return conformance.Backend(t, name, lim, clock, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-// liveClock is a manual clock that also runs with real time, and remembers
-// the last time it told. A real Redis's TTLs run in real time: on a clock
-// that stands still between steps, a key could expire while the clock is
-// still in its window, which no real clock allows; on this one it cannot.
-type liveClock struct {
-	manual *conformance.Clock
-	start  time.Time
-	mu     sync.Mutex
-	last   time.Time
-}
-
-func newLiveClock(t time.Time) *liveClock {
-	return &liveClock{manual: conformance.NewClock(t), start: time.Now()}
-}
-
-// Now returns the manual time plus the real time since the clock was made.
-func (c *liveClock) Now() time.Time {
-	t := c.manual.Now().Add(time.Since(c.start))
-	c.mu.Lock()
-	c.last = t
-	c.mu.Unlock()
-	return t
-}
-
-// Last returns the time Now last returned.
-func (c *liveClock) Last() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-func allow(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
-	t.Helper()
-	r, err := st.AllowN(ctx, key, n)
-	if err != nil {
-		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
-	}
-	return r
+	conformance.OnBackendsAt(t, lim, start, fixedwindow.New, fixedwindow.NewLocal, f)
 }
 
 // TestWindowsAlignedToEpoch uses a window of 1.5s, which does not divide a
@@ -140,47 +79,28 @@ func TestWindowsAlignedToEpoch(t *testing.T) {
 	start := time.UnixMilli(edge - 700)
 	backends(t, strategy.Limit{Limit: 2, Window: w * time.Millisecond}, start, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
 		for i := 0; i < 2; i++ {
-			if r := allow(t, st, "k", 1); !r.Allowed || r.ResetAfter != 700*time.Millisecond {
+			if r := conformance.Allow(t, st, "k", 1); !r.Allowed || r.ResetAfter != 700*time.Millisecond {
 				t.Fatalf("request %d, 700ms before an edge: %+v, want allowed with ResetAfter 700ms", i, r)
 			}
 		}
-		r := allow(t, st, "k", 1)
+		r := conformance.Allow(t, st, "k", 1)
 		if r.Allowed || r.RetryAfter != 700*time.Millisecond || r.ResetAfter != 700*time.Millisecond || r.Remaining != 0 {
 			t.Fatalf("3rd request of 2 = %+v, want denied with RetryAfter and ResetAfter 700ms (the edge), Remaining 0", r)
 		}
 		clock.Set(time.UnixMilli(edge - 1))
-		r = allow(t, st, "k", 1)
+		r = conformance.Allow(t, st, "k", 1)
 		if r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("1ms before the edge: %+v, want denied with RetryAfter 1ms", r)
 		}
 		clock.Set(time.UnixMilli(edge))
-		if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != w*time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != w*time.Millisecond {
 			t.Fatalf("at the edge: AllowN(2) = %+v, want allowed, Remaining 0, ResetAfter 1.5s", r)
 		}
 		clock.Set(time.UnixMilli(edge + w - 1))
-		if r := allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("at the last ms of the window: %+v, want denied with RetryAfter 1ms", r)
 		}
 	})
-}
-
-// event is an allowed request: n units at ms t.
-type event struct{ t, n int64 }
-
-// maxInWindow returns the most units that fall within one sliding period
-// (t - w, t] of the events.
-func maxInWindow(events []event, w int64) int64 {
-	var best, sum int64
-	j := 0
-	for i := range events {
-		sum += events[i].n
-		for events[j].t <= events[i].t-w {
-			sum -= events[j].n
-			j++
-		}
-		best = max(best, sum)
-	}
-	return best
 }
 
 // TestBoundaryBurstAllowsTwiceTheLimit shows the fixed window's known flaw,
@@ -197,11 +117,11 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 		if name == "redis" || name == "redis-batched" {
 			clock.Set(time.UnixMilli(edge - 500))
 		}
-		var events []event
+		var events []conformance.Event
 		burst := func() {
 			for i := 0; i < limit+5; i++ {
-				if r := allow(t, st, "k", 1); r.Allowed {
-					events = append(events, event{clock.Now().UnixMilli(), 1})
+				if r := conformance.Allow(t, st, "k", 1); r.Allowed {
+					events = append(events, conformance.Event{T: clock.Now().UnixMilli(), N: 1})
 				}
 			}
 		}
@@ -211,7 +131,7 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 		if got := int64(len(events)); got != 2*limit {
 			t.Fatalf("allowed %d units around the edge, want exactly 2 x %d", got, limit)
 		}
-		if got := maxInWindow(events, w); got != 2*limit {
+		if got := conformance.MaxInWindow(events, w); got != 2*limit {
 			t.Fatalf("most units in one sliding window = %d, want 2 x %d", got, limit)
 		}
 	})
@@ -225,21 +145,21 @@ func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
-			clock := newLiveClock(conformance.Epoch)
-			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)
+			clock := conformance.NewLiveClock(conformance.Epoch)
+			st := conformance.Backend(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock, fixedwindow.New, fixedwindow.NewLocal)
 			rng := rand.New(rand.NewPCG(seed, 1))
-			var events []event
+			var events []conformance.Event
 			perWindow := map[int64]int64{}
 			for i := 0; i < 600; i++ {
-				clock.manual.Advance(time.Duration(rng.IntN(25)) * time.Millisecond)
+				clock.Manual.Advance(time.Duration(rng.IntN(25)) * time.Millisecond)
 				n := int64(rng.IntN(3) + 1)
-				if r := allow(t, st, "k", n); r.Allowed {
+				if r := conformance.Allow(t, st, "k", n); r.Allowed {
 					now := clock.Last().UnixMilli()
-					events = append(events, event{now, n})
+					events = append(events, conformance.Event{T: now, N: n})
 					perWindow[now/w] += n
 				}
 			}
-			if got := maxInWindow(events, w); got > 2*limit || got <= limit {
+			if got := conformance.MaxInWindow(events, w); got > 2*limit || got <= limit {
 				t.Fatalf("seed %d: most units in one sliding window = %d, want in (%d, %d]", seed, got, limit, 2*limit)
 			}
 			for idx, n := range perWindow {
@@ -256,56 +176,15 @@ func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
 func TestLargeCounts(t *testing.T) {
 	const big = strategy.MaxUnits
 	backends(t, strategy.Limit{Limit: big, Window: strategy.MaxWindow}, conformance.Epoch, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
-		if r := allow(t, st, "k", big-1); !r.Allowed || r.Remaining != 1 {
+		if r := conformance.Allow(t, st, "k", big-1); !r.Allowed || r.Remaining != 1 {
 			t.Fatalf("AllowN(MaxUnits-1) = %+v, want allowed with Remaining 1", r)
 		}
-		if r := allow(t, st, "k", 2); r.Allowed || r.Remaining != 1 {
+		if r := conformance.Allow(t, st, "k", 2); r.Allowed || r.Remaining != 1 {
 			t.Fatalf("AllowN(2) = %+v, want denied with Remaining 1", r)
 		}
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+		if r := conformance.Allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
 			t.Fatalf("AllowN(1) = %+v, want allowed with Remaining 0", r)
 		}
-	})
-}
-
-func BenchmarkLocal(b *testing.B) {
-	st, _ := fixedwindow.NewLocal(strategy.Limit{Limit: 1 << 40, Window: time.Hour})
-	b.ReportAllocs()
-	for b.Loop() {
-		st.AllowN(ctx, "warm", 1)
-	}
-}
-
-// BenchmarkRedis compares a decision with a trivial EVALSHA on the same
-// real redis-server, with 32 goroutines per CPU over 10,000 subjects at 100
-// per minute; run with -bench and compare ns/op.
-func BenchmarkRedis(b *testing.B) {
-	rdb := testredis.Shared(b).Client(b)
-	floor := redis.NewScript("return 1")
-	st, _ := fixedwindow.New(rdb, strategy.PerMinute(100), strategy.WithPrefix(testredis.Prefix(b)))
-	subjects := make([]string, 10000)
-	for i := range subjects {
-		subjects[i] = "user:" + string(rune('a'+i%26)) + string(rune(i))
-	}
-	b.Run("floor", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				floor.Run(ctx, rdb, nil)
-			}
-		})
-	})
-	b.Run("fixedwindow", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			i := rand.IntN(len(subjects))
-			for pb.Next() {
-				st.AllowN(ctx, subjects[i%len(subjects)], 1)
-				i++
-			}
-		})
 	})
 }
 
@@ -336,3 +215,8 @@ func TestSpec(t *testing.T) {
 		},
 	})
 }
+
+func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, fixedwindow.NewLocal) }
+
+// BenchmarkRedis: run with -bench and compare the ns/op of floor and fixedwindow.
+func BenchmarkRedis(b *testing.B) { conformance.BenchmarkRedis(b, "fixedwindow", fixedwindow.New) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,11 @@ var ctx = context.Background()
 
 func TestConformance(t *testing.T) {
 	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, slidingcounter.New, slidingcounter.NewLocal)
+}
+
+// TestClockBackToAnEarlierWindow: counts belong to their windows.
+func TestClockBackToAnEarlierWindow(t *testing.T) {
+	conformance.ClockBackToAnEarlierWindow(t, slidingcounter.New, slidingcounter.NewLocal)
 }
 
 func TestDifferential(t *testing.T) {
@@ -117,18 +121,6 @@ func TestDifferentialLargeProduct(t *testing.T) {
 	}
 }
 
-// TestClockBackToAnEarlierWindow: counts belong to their windows; a clock
-// that goes back to an earlier window does not see later counts.
-func TestClockBackToAnEarlierWindow(t *testing.T) {
-	backends(t, strategy.PerSecond(3), conformance.Epoch.Add(time.Second), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 3)
-		clock.Set(conformance.Epoch.Add(999 * time.Millisecond))
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 2 {
-			t.Fatalf("one window back: %+v, want allowed with Remaining 2", r)
-		}
-	})
-}
-
 // TestLimitLowered: counts recorded under a higher limit weigh as a full
 // window under the new one, and RetryAfter stays exact.
 func TestLimitLowered(t *testing.T) {
@@ -145,115 +137,57 @@ func TestLimitLowered(t *testing.T) {
 			}
 			high, _ := slidingcounter.New(rdb, strategy.PerSecond(10), opts...)
 			low, _ := slidingcounter.New(rdb, strategy.PerSecond(3), opts...)
-			allow(t, high, "k", 10)
+			conformance.Allow(t, high, "k", 10)
 			// as if 3 were recorded: in the next window 3 x (1000-e)/1000 + 1 <= 3 from e = 334ms
-			r := allow(t, low, "k", 1)
+			r := conformance.Allow(t, low, "k", 1)
 			if r.Allowed || r.Remaining != 0 || r.RetryAfter != 1334*time.Millisecond || r.ResetAfter != 2*time.Second {
 				t.Fatalf("AllowN(1) under the lowered limit = %+v, want denied, Remaining 0, RetryAfter 1334ms, ResetAfter 2s", r)
 			}
 			clock.Advance(1333 * time.Millisecond)
-			if r := allow(t, low, "k", 1); r.Allowed {
+			if r := conformance.Allow(t, low, "k", 1); r.Allowed {
 				t.Fatalf("AllowN(1) 1ms before RetryAfter = %+v, want denied", r)
 			}
 			clock.Advance(time.Millisecond)
-			if r := allow(t, low, "k", 1); !r.Allowed || r.Remaining != 0 {
+			if r := conformance.Allow(t, low, "k", 1); !r.Allowed || r.Remaining != 0 {
 				t.Fatalf("AllowN(1) at RetryAfter = %+v, want allowed with Remaining 0", r)
 			}
 		})
 	}
 }
 
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock starting at start.
+// backends runs f over the Redis strategy on every backend and over the
+// local twin, all on a manual clock starting at start.
 func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock(start)
-			f(t, build(t, name, lim, clock), clock)
-		})
-	}
-}
-
-// build returns the strategy of the backend name on clock.
-func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
-	t.Helper()
-	return conformance.Backend(t, name, lim, clock, slidingcounter.New, slidingcounter.NewLocal)
-}
-
-// liveClock is a manual clock that also runs with real time, and remembers
-// the last time it told. A real Redis's TTLs run in real time: on a clock
-// that stands still between steps, a key could expire while the clock is
-// still in its window, which no real clock allows; on this one it cannot.
-type liveClock struct {
-	manual *conformance.Clock
-	start  time.Time
-	mu     sync.Mutex
-	last   time.Time
-}
-
-func newLiveClock(t time.Time) *liveClock {
-	return &liveClock{manual: conformance.NewClock(t), start: time.Now()}
-}
-
-// Now returns the manual time plus the real time since the clock was made.
-func (c *liveClock) Now() time.Time {
-	t := c.manual.Now().Add(time.Since(c.start))
-	c.mu.Lock()
-	c.last = t
-	c.mu.Unlock()
-	return t
-}
-
-// Last returns the time Now last returned.
-func (c *liveClock) Last() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-func allow(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
-	t.Helper()
-	r, err := st.AllowN(ctx, key, n)
-	if err != nil {
-		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
-	}
-	return r
-}
-
-func peek(t *testing.T, st strategy.Strategy, key string) strategy.Result {
-	t.Helper()
-	r, err := st.Peek(ctx, key)
-	if err != nil {
-		t.Fatalf("Peek(%q): %v", key, err)
-	}
-	return r
+	conformance.OnBackendsAt(t, lim, start, slidingcounter.New, slidingcounter.NewLocal, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
+		f(t, st, clock)
+	})
 }
 
 // TestEstimate checks the interpolation to the unit and the millisecond.
 func TestEstimate(t *testing.T) {
 	// Epoch is a whole minute: a window of 1s starts there.
 	backends(t, strategy.PerSecond(10), conformance.Epoch, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 10) // the previous window, full
+		conformance.Allow(t, st, "k", 10) // the previous window, full
 		clock.Advance(1250 * time.Millisecond)
 		// 250ms into the next window: 10 x 750/1000 = 7.5 still weigh, 8 in units
-		if p := peek(t, st, "k"); !p.Allowed || p.Remaining != 2 || p.ResetAfter != 750*time.Millisecond {
+		if p := conformance.Peek(t, st, "k"); !p.Allowed || p.Remaining != 2 || p.ResetAfter != 750*time.Millisecond {
 			t.Fatalf("Peek 250ms into the next window = %+v, want allowed, Remaining 2, ResetAfter 750ms", p)
 		}
-		if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != 1750*time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != 1750*time.Millisecond {
 			t.Fatalf("AllowN(2) = %+v, want allowed, Remaining 0, ResetAfter 1750ms", r)
 		}
 		// 2 + ceil(10 x (1000-e)/1000) + 1 <= 10 from e = 300ms on
-		r := allow(t, st, "k", 1)
+		r := conformance.Allow(t, st, "k", 1)
 		if r.Allowed || r.RetryAfter != 50*time.Millisecond || r.ResetAfter != 1750*time.Millisecond {
 			t.Fatalf("AllowN(1) when full = %+v, want denied, RetryAfter 50ms, ResetAfter 1750ms", r)
 		}
 		clock.Advance(49 * time.Millisecond)
-		if r := allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("AllowN(1) 1ms before RetryAfter = %+v, want denied with RetryAfter 1ms", r)
 		}
 		clock.Advance(time.Millisecond)
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+		if r := conformance.Allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
 			t.Fatalf("AllowN(1) at RetryAfter = %+v, want allowed, Remaining 0", r)
 		}
 	})
@@ -264,41 +198,22 @@ func TestEstimate(t *testing.T) {
 // fallen far enough, or, for the full limit, when the next window ends.
 func TestRetryAfterInTheNextWindow(t *testing.T) {
 	backends(t, strategy.PerSecond(3), conformance.Epoch, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 3)
+		conformance.Allow(t, st, "k", 3)
 		// next window: ceil(3 x (1000-e)/1000) + 1 <= 3 from e = 334ms
 		for n, want := range map[int64]time.Duration{1: 1334 * time.Millisecond, 2: 1667 * time.Millisecond, 3: 2 * time.Second} {
-			if r := allow(t, st, "k", n); r.Allowed || r.RetryAfter != want || r.ResetAfter != 2*time.Second {
+			if r := conformance.Allow(t, st, "k", n); r.Allowed || r.RetryAfter != want || r.ResetAfter != 2*time.Second {
 				t.Fatalf("AllowN(%d) = %+v, want denied, RetryAfter %v, ResetAfter 2s", n, r, want)
 			}
 		}
 		clock.Advance(1999 * time.Millisecond)
-		if r := allow(t, st, "k", 3); r.Allowed || r.RetryAfter != time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 3); r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("AllowN(3) at 1999ms = %+v, want denied with RetryAfter 1ms", r)
 		}
 		clock.Advance(time.Millisecond)
-		if r := allow(t, st, "k", 3); !r.Allowed {
+		if r := conformance.Allow(t, st, "k", 3); !r.Allowed {
 			t.Fatalf("AllowN(3) at 2s = %+v, want allowed", r)
 		}
 	})
-}
-
-// event is an allowed request: n units at ms t.
-type event struct{ t, n int64 }
-
-// maxInWindow returns the most units that fall within one sliding window
-// (t - w, t] of the events, which must be in time order.
-func maxInWindow(events []event, w int64) int64 {
-	var best, sum int64
-	j := 0
-	for i := range events {
-		sum += events[i].n
-		for events[j].t <= events[i].t-w {
-			sum -= events[j].n
-			j++
-		}
-		best = max(best, sum)
-	}
-	return best
 }
 
 // bound is the documented worst case: Limit + floor(Limit x (W - 2) / W).
@@ -313,14 +228,14 @@ func TestErrorBoundReached(t *testing.T) {
 	const limit, w = 50, 200
 	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
 	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		var events []event
-		if r := allow(t, st, "k", limit); !r.Allowed {
+		var events []conformance.Event
+		if r := conformance.Allow(t, st, "k", limit); !r.Allowed {
 			t.Fatalf("burst of %d from idle = %+v, want allowed", limit, r)
 		}
-		events = append(events, event{edge - 1, limit})
+		events = append(events, conformance.Event{T: edge - 1, N: limit})
 		clock.Advance(time.Millisecond)
 		for now := edge; now < edge+2*w; now = clock.Now().UnixMilli() {
-			p := peek(t, st, "k")
+			p := conformance.Peek(t, st, "k")
 			if p.Remaining == 0 {
 				if p.RetryAfter <= 0 {
 					t.Fatalf("at %dms: Peek = %+v, want RetryAfter > 0 with nothing remaining", now-edge, p)
@@ -328,12 +243,12 @@ func TestErrorBoundReached(t *testing.T) {
 				clock.Advance(p.RetryAfter)
 				continue
 			}
-			if r := allow(t, st, "k", p.Remaining); !r.Allowed {
+			if r := conformance.Allow(t, st, "k", p.Remaining); !r.Allowed {
 				t.Fatalf("at %dms: AllowN(Remaining %d) = %+v, want allowed", now-edge, p.Remaining, r)
 			}
-			events = append(events, event{now, p.Remaining})
+			events = append(events, conformance.Event{T: now, N: p.Remaining})
 		}
-		got, want := maxInWindow(events, w), bound(limit, w)
+		got, want := conformance.MaxInWindow(events, w), bound(limit, w)
 		t.Logf("worst case: %d units in one sliding window, %.2f x the limit", got, float64(got)/limit)
 		if got != want {
 			t.Fatalf("most units in one sliding window = %d, want the bound %d exactly", got, want)
@@ -348,17 +263,17 @@ func TestBoundaryBurst(t *testing.T) {
 	const limit, w = 50, 1000
 	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
 	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		events := []event{}
+		events := []conformance.Event{}
 		burst := func(now int64) int64 {
 			clock.Set(time.UnixMilli(now))
 			var got int64
 			for i := 0; i < limit; i++ {
-				if r := allow(t, st, "k", 1); r.Allowed {
+				if r := conformance.Allow(t, st, "k", 1); r.Allowed {
 					got++
 				}
 			}
 			if got > 0 {
-				events = append(events, event{now, got})
+				events = append(events, conformance.Event{T: now, N: got})
 			}
 			return got
 		}
@@ -371,7 +286,7 @@ func TestBoundaryBurst(t *testing.T) {
 		if got := burst(edge + 100); got != limit*100/w {
 			t.Fatalf("burst 100ms after the edge: %d allowed, want %d", got, limit*100/w)
 		}
-		got := maxInWindow(events, w)
+		got := conformance.MaxInWindow(events, w)
 		t.Logf("boundary burst: %d units in one sliding window, %.2f x the limit", got, float64(got)/limit)
 		if got != limit+limit*100/w {
 			t.Fatalf("most units in one sliding window = %d, want %d", got, limit+limit*100/w)
@@ -387,22 +302,22 @@ func TestErrorBoundRandom(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	for _, name := range conformance.BackendNames() {
 		t.Run(name, func(t *testing.T) {
-			clock := newLiveClock(conformance.Epoch)
-			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)
+			clock := conformance.NewLiveClock(conformance.Epoch)
+			st := conformance.Backend(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock, slidingcounter.New, slidingcounter.NewLocal)
 			rng := rand.New(rand.NewPCG(seed, 4))
-			var events []event
+			var events []conformance.Event
 			perWindow := map[int64]int64{}
 			for i := 0; i < 600; i++ {
 				// bursts at random phases, then quiet or steady stretches
-				clock.manual.Advance(time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond)
+				clock.Manual.Advance(time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond)
 				n := int64(rng.IntN(4) + 1)
-				if r := allow(t, st, "k", n); r.Allowed {
+				if r := conformance.Allow(t, st, "k", n); r.Allowed {
 					now := clock.Last().UnixMilli()
-					events = append(events, event{now, n})
+					events = append(events, conformance.Event{T: now, N: n})
 					perWindow[now/w] += n
 				}
 			}
-			got := maxInWindow(events, w)
+			got := conformance.MaxInWindow(events, w)
 			t.Logf("seed %d: %d units in one sliding window at most, %.2f x the limit", seed, got, float64(got)/limit)
 			if got > bound(limit, w) || got < limit {
 				t.Fatalf("seed %d: most units in one sliding window = %d, want in [%d, %d]", seed, got, limit, bound(limit, w))
@@ -424,7 +339,7 @@ func TestForeignValue(t *testing.T) {
 	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(conformance.NewClock(conformance.Epoch)))
 	for _, v := range []string{"garbage", "12", "1:2", "1:2:3:4", "-1:5:5", ""} {
 		mr.Set(st.Key("k"), v)
-		if p := peek(t, st, "k"); p.Remaining != 2 {
+		if p := conformance.Peek(t, st, "k"); p.Remaining != 2 {
 			t.Errorf("Peek with value %q = %+v, want Remaining 2", v, p)
 		}
 	}
@@ -443,61 +358,20 @@ func TestFormatsCarryOver(t *testing.T) {
 			clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 			from, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.from, Window: time.Second}, strategy.WithClock(clock))
 			to, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.to, Window: time.Second}, strategy.WithClock(clock))
-			allow(t, from, "k", 40)
+			conformance.Allow(t, from, "k", 40)
 			clock.Advance(time.Second) // 250ms into the next window: 40 x 750/1000 = 30 weigh
-			allow(t, from, "k", 5)
+			conformance.Allow(t, from, "k", 5)
 			before, _ := mr.Get(from.Key("k"))
-			if p := peek(t, to, "k"); p.Remaining != c.to-35 {
+			if p := conformance.Peek(t, to, "k"); p.Remaining != c.to-35 {
 				t.Fatalf("Peek under limit %d after 40 and 5 under limit %d = %+v, want Remaining %d", c.to, c.from, p, c.to-35)
 			}
-			allow(t, to, "k", 1)
+			conformance.Allow(t, to, "k", 1)
 			after, _ := mr.Get(from.Key("k"))
-			if p := peek(t, from, "k"); p.Remaining != c.from-36 {
+			if p := conformance.Peek(t, from, "k"); p.Remaining != c.from-36 {
 				t.Fatalf("Peek under limit %d after one more under limit %d = %+v, want Remaining %d (stored %q, then %q)", c.from, c.to, p, c.from-36, before, after)
 			}
 		})
 	}
-}
-
-func BenchmarkLocal(b *testing.B) {
-	st, _ := slidingcounter.NewLocal(strategy.Limit{Limit: 1 << 30, Window: time.Hour})
-	b.ReportAllocs()
-	for b.Loop() {
-		st.AllowN(ctx, "warm", 1)
-	}
-}
-
-// BenchmarkRedis compares a decision with a trivial EVALSHA on the same
-// real redis-server, with 32 goroutines per CPU over 10,000 subjects at 100
-// per minute; run with -bench and compare ns/op.
-func BenchmarkRedis(b *testing.B) {
-	rdb := testredis.Shared(b).Client(b)
-	floor := redis.NewScript("return 1")
-	st, _ := slidingcounter.New(rdb, strategy.PerMinute(100), strategy.WithPrefix(testredis.Prefix(b)))
-	subjects := make([]string, 10000)
-	for i := range subjects {
-		subjects[i] = "user:" + string(rune('a'+i%26)) + string(rune(i))
-	}
-	b.Run("floor", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				floor.Run(ctx, rdb, nil)
-			}
-		})
-	})
-	b.Run("slidingcounter", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			i := rand.IntN(len(subjects))
-			for pb.Next() {
-				st.AllowN(ctx, subjects[i%len(subjects)], 1)
-				i++
-			}
-		})
-	})
 }
 
 // TestSpec runs the checks every algorithm shares with the sliding
@@ -535,4 +409,11 @@ func TestSpec(t *testing.T) {
 	if _, err := slidingcounter.New(rdb, tooLarge); !errors.Is(err, strategy.ErrInvalidLimit) {
 		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
 	}
+}
+
+func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, slidingcounter.NewLocal) }
+
+// BenchmarkRedis: run with -bench and compare the ns/op of floor and slidingcounter.
+func BenchmarkRedis(b *testing.B) {
+	conformance.BenchmarkRedis(b, "slidingcounter", slidingcounter.New)
 }

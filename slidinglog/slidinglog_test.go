@@ -26,72 +26,13 @@ func TestConformance(t *testing.T) {
 	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, slidinglog.New, slidinglog.NewLocal)
 }
 
+// TestExactLog runs the window edges every exact log shares.
+func TestExactLog(t *testing.T) { conformance.ExactLog(t, slidinglog.New, slidinglog.NewLocal) }
+
 func TestDifferential(t *testing.T) {
 	// an allowed reply too large for one integer comes back as a table
 	conformance.DifferentialOf(t, slidinglog.New, slidinglog.NewLocal,
 		strategy.Limit{Limit: strategy.MaxUnits, Window: time.Hour})
-}
-
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock.
-func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
-	t.Helper()
-	conformance.OnBackends(t, lim, slidinglog.New, slidinglog.NewLocal, f)
-}
-
-func TestWindowEdges(t *testing.T) {
-	backends(t, strategy.Limit{Limit: 2, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		mustAllow := func(want bool, what string) strategy.Result {
-			t.Helper()
-			r, err := st.AllowN(ctx, "edge", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Allowed != want {
-				t.Fatalf("%s: Allowed = %v, want %v (%+v)", what, r.Allowed, want, r)
-			}
-			return r
-		}
-		mustAllow(true, "unit at t=0")
-		clock.Advance(400 * time.Millisecond)
-		mustAllow(true, "unit at t=400ms")
-		clock.Advance(599 * time.Millisecond) // t=999ms: the t=0 unit still counts (999 < 1000)
-		r := mustAllow(false, "at t=999ms")
-		if r.RetryAfter != time.Millisecond {
-			t.Fatalf("RetryAfter at t=999ms = %v, want 1ms", r.RetryAfter)
-		}
-		if r.ResetAfter != 401*time.Millisecond {
-			t.Fatalf("ResetAfter at t=999ms = %v, want 401ms (the t=400ms unit leaves at 1400ms)", r.ResetAfter)
-		}
-		clock.Advance(time.Millisecond) // t=1000ms: now - 0 = Window, the unit has left
-		mustAllow(true, "at t=1000ms")
-		r = mustAllow(false, "again at t=1000ms")
-		if r.RetryAfter != 400*time.Millisecond {
-			t.Fatalf("RetryAfter at t=1000ms = %v, want 400ms", r.RetryAfter)
-		}
-	})
-}
-
-func TestRetryAfterForCost(t *testing.T) {
-	// units at 0, 100, 200, 300, 400 ms of limit 5/s; at 500ms a request of 3
-	// needs the three oldest to leave: the third leaves at 1200ms.
-	backends(t, strategy.Limit{Limit: 5, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		for i := 0; i < 5; i++ {
-			if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-				t.Fatalf("unit %d denied", i)
-			}
-			clock.Advance(100 * time.Millisecond)
-		}
-		for n, want := range map[int64]time.Duration{1: 500 * time.Millisecond, 3: 700 * time.Millisecond, 5: 900 * time.Millisecond} {
-			r, err := st.AllowN(ctx, "k", n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Allowed || r.RetryAfter != want || r.ResetAfter != 900*time.Millisecond {
-				t.Errorf("AllowN(%d) at 500ms = %+v, want denied, RetryAfter %v, ResetAfter 900ms", n, r, want)
-			}
-		}
-	})
 }
 
 // TestSameMillisecondBurst has 8 clients (standing for 8 app hosts) with 8
