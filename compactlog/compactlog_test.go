@@ -27,10 +27,6 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, compactlog.New, compactlog.NewLocal)
-}
-
 // extraLimits give every entry width a turn: 1 byte (windows up to 256 ms),
 // 3 (up to 4.6 h) and 6 (the longest windows), and the largest Limit.
 var extraLimits = []strategy.Limit{
@@ -51,10 +47,6 @@ func newRanges(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) 
 	return compactlog.UseRanges(l), nil
 }
 
-// TestDifferential holds the script, on both of its paths, to its local twin.
-// TestExactLog runs the window edges every exact log shares.
-func TestExactLog(t *testing.T) { conformance.ExactLog(t, compactlog.New, compactlog.NewLocal) }
-
 func TestDifferential(t *testing.T) {
 	t.Run("whole", func(t *testing.T) {
 		conformance.DifferentialOf(t, compactlog.New, compactlog.NewLocal, extraLimits...)
@@ -62,6 +54,12 @@ func TestDifferential(t *testing.T) {
 	t.Run("ranges", func(t *testing.T) {
 		conformance.DifferentialOf(t, newRanges, compactlog.NewLocal, extraLimits...)
 	})
+}
+
+// TestDifferentialRanges holds the script's path of ranges to its local
+// twin (TestSpec holds the other).
+func TestDifferentialRanges(t *testing.T) {
+	conformance.DifferentialOf(t, newRanges, compactlog.NewLocal, extraLimits...)
 }
 
 // TestShardedConformance runs the sharded cases of the suite over the
@@ -418,33 +416,20 @@ func TestSpec(t *testing.T) {
 			Step: max(time.Minute*998/1000/time.Duration(limit), time.Millisecond), MaxBytes: 8 * limit,
 		})
 	}
-	conformance.RunSpec(t, conformance.Spec[*compactlog.Limiter, *compactlog.Local]{
-		New: compactlog.New, NewLocal: compactlog.NewLocal, Tag: "cl",
-		ServerTime: conformance.ServerTime{
-			Lim: strategy.Limit{Limit: 1, Window: time.Second},
-			Steps: []conformance.TimeStep{
-				{At: 0, N: 1, Allowed: true},
-				{At: 999 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
-				{At: time.Second, N: 1, Allowed: true},
-			},
-			Real: strategy.PerMinute(2), RealRetry: time.Minute,
-		},
-		TTL:    conformance.TTL{Lim: strategy.Limit{Limit: 2, Window: time.Minute}, N: 1, Want: time.Minute},
-		Still:  5 * time.Second,
-		Idle:   3 * time.Second,
-		Memory: memory,
-		OnMemory: func(t *testing.T, rdb *redis.Client, m conformance.Memory, ours int64) {
-			sliding, _ := conformance.MemoryOf(t, rdb, slidinglog.New, m)
-			t.Logf("%v: compact log %d bytes (%.2f per unit), sliding log %d (%.2f)", m.Lim, ours, float64(ours)/float64(m.Lim.Limit), sliding, float64(sliding)/float64(m.Lim.Limit))
-			if ours >= sliding {
-				t.Errorf("%v: compact log %d bytes, sliding log %d: want less", m.Lim, ours, sliding)
-			}
-		},
-		Invalid: []conformance.ConfigCase{
-			{Name: "limit above MaxLimit", Lim: strategy.Limit{Limit: compactlog.MaxLimit + 1, Window: time.Second}, Field: "Limit"},
-		},
-		Accepted: []strategy.Limit{{Limit: compactlog.MaxLimit, Window: time.Second}},
-	})
+	s := conformance.ExactLogSpec(compactlog.New, compactlog.NewLocal, "cl", memory...)
+	s.Differential = extraLimits
+	s.Invalid = []conformance.ConfigCase{
+		{Name: "limit above MaxLimit", Lim: strategy.Limit{Limit: compactlog.MaxLimit + 1, Window: time.Second}, Field: "Limit"},
+	}
+	s.Accepted = []strategy.Limit{{Limit: compactlog.MaxLimit, Window: time.Second}}
+	s.OnMemory = func(t *testing.T, rdb *redis.Client, m conformance.Memory, ours int64) {
+		sliding, _ := conformance.MemoryOf(t, rdb, slidinglog.New, m)
+		t.Logf("%v: compact log %d bytes (%.2f per unit), sliding log %d (%.2f)", m.Lim, ours, float64(ours)/float64(m.Lim.Limit), sliding, float64(sliding)/float64(m.Lim.Limit))
+		if ours >= sliding {
+			t.Errorf("%v: compact log %d bytes, sliding log %d: want less", m.Lim, ours, sliding)
+		}
+	}
+	conformance.RunSpec(t, s)
 }
 
 // TestTTLAfterEviction: an eviction made by a denied request keeps the

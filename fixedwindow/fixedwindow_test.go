@@ -17,21 +17,6 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-// TestClockBackToAnEarlierWindow: counts belong to their windows.
-func TestClockBackToAnEarlierWindow(t *testing.T) {
-	conformance.ClockBackToAnEarlierWindow(t, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-func TestDifferential(t *testing.T) {
-	// an allowed reply too large for one integer comes back as a table
-	conformance.DifferentialOf(t, fixedwindow.New, fixedwindow.NewLocal,
-		strategy.Limit{Limit: strategy.MaxUnits, Window: time.Hour})
-}
-
 // TestDifferentialClockJumps drives the script and the twin with a client
 // clock that also jumps backwards, though never to before the start of
 // the latest window it reached: there, Redis may still hold a count that the
@@ -198,6 +183,10 @@ func TestLargeCounts(t *testing.T) {
 func TestSpec(t *testing.T) {
 	conformance.RunSpec(t, conformance.Spec[*fixedwindow.Limiter, *fixedwindow.Local]{
 		New: fixedwindow.New, NewLocal: fixedwindow.NewLocal, Tag: "fw",
+		Subject: conformance.Subject{ExactRetry: true},
+		// an allowed reply too large for one integer comes back as a table
+		Differential: []strategy.Limit{{Limit: strategy.MaxUnits, Window: time.Hour}},
+		Checks:       conformance.WindowChecks(fixedwindow.New, fixedwindow.NewLocal),
 		ServerTime: conformance.ServerTime{
 			Lim: strategy.Limit{Limit: 1, Window: time.Second},
 			Steps: []conformance.TimeStep{

@@ -19,16 +19,6 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true, UsesBurst: true}, gcra.New, gcra.NewLocal)
-}
-
-func TestDifferential(t *testing.T) {
-	// an allowed reply too large for one integer comes back as a table
-	conformance.DifferentialOf(t, gcra.New, gcra.NewLocal,
-		strategy.Limit{Limit: 1, Window: time.Hour, Burst: 1 << 20})
-}
-
 // TestStoredValue: the key holds TAT as an integer, whole ms then, when
 // the emission interval is fractional, the remainder in 1/lp ms.
 func TestStoredValue(t *testing.T) {
@@ -89,9 +79,6 @@ func TestLimitChange(t *testing.T) {
 		t.Fatalf("Peek under the new limit = %+v, want an idle subject", r)
 	}
 }
-
-// TestBucket runs the decisions GCRA promises alike with the token bucket.
-func TestBucket(t *testing.T) { conformance.Bucket(t, gcra.New, gcra.NewLocal) }
 
 // TestSpec runs the checks every algorithm shares with the numbers of a
 // bucket. Memory: 24 (dict entry) + 32 (the 17-byte key name) + 16 (object

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/strategy"
 )
 

@@ -20,19 +20,6 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, slidingcounter.New, slidingcounter.NewLocal)
-}
-
-// TestClockBackToAnEarlierWindow: counts belong to their windows.
-func TestClockBackToAnEarlierWindow(t *testing.T) {
-	conformance.ClockBackToAnEarlierWindow(t, slidingcounter.New, slidingcounter.NewLocal)
-}
-
-func TestDifferential(t *testing.T) {
-	conformance.DifferentialOf(t, slidingcounter.New, slidingcounter.NewLocal)
-}
-
 // TestLargeAllowedReply takes the script's path for an allowed decision
 // whose reset after ms * (limit + 1) + remaining is 2^53 or more: it must
 // come back as the table, on miniredis and a real Redis alike.
@@ -386,6 +373,8 @@ func TestSpec(t *testing.T) {
 	tooLarge := strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}
 	conformance.RunSpec(t, conformance.Spec[*slidingcounter.Limiter, *slidingcounter.Local]{
 		New: slidingcounter.New, NewLocal: slidingcounter.NewLocal, Tag: "sc",
+		Subject: conformance.Subject{ExactRetry: true},
+		Checks:  conformance.WindowChecks(slidingcounter.New, slidingcounter.NewLocal),
 		ServerTime: conformance.ServerTime{
 			Lim: strategy.PerSecond(2),
 			Steps: []conformance.TimeStep{

@@ -17,16 +17,6 @@ func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
 var ctx = context.Background()
 
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true, UsesBurst: true}, tokenbucket.New, tokenbucket.NewLocal)
-}
-
-func TestDifferential(t *testing.T) {
-	// an allowed reply too large for one integer comes back as a table
-	conformance.DifferentialOf(t, tokenbucket.New, tokenbucket.NewLocal,
-		strategy.Limit{Limit: 1, Window: time.Hour, Burst: 1 << 20})
-}
-
 func TestStoredState(t *testing.T) {
 	// 10 per second: one token is 100 units, a millisecond refills 1.
 	mr, rdb := conformance.Miniredis(t)
@@ -48,9 +38,6 @@ func TestStoredState(t *testing.T) {
 		t.Fatalf("hash t=%q l=%q, want t=%q (scaled tokens) l=%q", gotT, gotL, wantT, wantL)
 	}
 }
-
-// TestBucket runs the decisions the token bucket promises alike with GCRA.
-func TestBucket(t *testing.T) { conformance.Bucket(t, tokenbucket.New, tokenbucket.NewLocal) }
 
 // TestSpec runs the checks every algorithm shares with the numbers of a
 // bucket. Memory: a hash of two small fields in the compact listpack.

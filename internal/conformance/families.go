@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +23,14 @@ import (
 // BucketSpec returns the Spec of a bucket algorithm (token bucket, GCRA):
 // both decide alike and store a subject's state until it is full again,
 // so they share every number but what a subject costs in memory.
+// Its Checks are Bucket's.
 func BucketSpec[R Keyed, L Twin](newRedis NewRedis[R], newLocal NewLocal[L], tag string, memory ...Memory) Spec[R, L] {
 	return Spec[R, L]{
 		New: newRedis, NewLocal: newLocal, Tag: tag,
+		Subject: Subject{ExactRetry: true, UsesBurst: true},
+		// an allowed reply too large for one integer comes back as a table
+		Differential: []strategy.Limit{{Limit: 1, Window: time.Hour, Burst: 1 << 20}},
+		Checks:       []Check{{"bucket", func(t *testing.T) { Bucket(t, newRedis, newLocal) }}},
 		ServerTime: ServerTime{
 			// the interval of a unit is 333.3 ms
 			Lim: strategy.Limit{Limit: 3, Window: time.Second, Burst: 1},
@@ -92,6 +98,34 @@ func refill[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal
 	})
 }
 
+// ExactLogSpec returns the Spec of an exact log (sliding log, compact log):
+// both decide alike, a unit counting for exactly one window, so they share
+// every number but what a subject costs in memory. Its Checks are
+// ExactLog's.
+func ExactLogSpec[R Keyed, L Twin](newRedis NewRedis[R], newLocal NewLocal[L], tag string, memory ...Memory) Spec[R, L] {
+	return Spec[R, L]{
+		New: newRedis, NewLocal: newLocal, Tag: tag,
+		Subject: Subject{ExactRetry: true},
+		// an allowed reply too large for one integer comes back as a table
+		Differential: []strategy.Limit{{Limit: strategy.MaxUnits, Window: time.Hour}},
+		Checks:       []Check{{"exact log", func(t *testing.T) { ExactLog(t, newRedis, newLocal) }}},
+		ServerTime: ServerTime{
+			Lim: strategy.Limit{Limit: 1, Window: time.Second},
+			Steps: []TimeStep{
+				{At: 0, N: 1, Allowed: true},
+				{At: 999 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
+				{At: time.Second, N: 1, Allowed: true},
+			},
+			Real: strategy.PerMinute(2), RealRetry: time.Minute,
+		},
+		// the key expires when its newest unit leaves the window
+		TTL:    TTL{Lim: strategy.Limit{Limit: 2, Window: time.Minute}, N: 1, Want: time.Minute},
+		Still:  5 * time.Second,
+		Idle:   3 * time.Second, // two windows after the subjects went idle
+		Memory: memory,
+	}
+}
+
 // ExactLog runs, each a subtest over every backend, the window edges of an
 // exact log (sliding log, compact log): a unit counts while now - t <
 // Window, and RetryAfter for a cost of n waits for the n-th oldest unit.
@@ -153,6 +187,12 @@ func OnBackendsAt[R, L strategy.Strategy](t *testing.T, lim strategy.Limit, star
 			f(t, name, Backend(t, name, lim, clock, newRedis, newLocal), clock)
 		})
 	}
+}
+
+// WindowChecks are the Checks of an algorithm whose counts belong to
+// aligned windows (fixed window, sliding counter).
+func WindowChecks[R, L strategy.Strategy](newRedis NewRedis[R], newLocal NewLocal[L]) []Check {
+	return []Check{{"clock back to an earlier window", func(t *testing.T) { ClockBackToAnEarlierWindow(t, newRedis, newLocal) }}}
 }
 
 // ClockBackToAnEarlierWindow: a count belongs to its window (fixed window,
@@ -220,6 +260,32 @@ func MaxInWindow(events []Event, w int64) int64 {
 		best = max(best, sum)
 	}
 	return best
+}
+
+// Hammer has goroutines goroutines, each on sts[i % len(sts)], send perG
+// requests of one unit for key at once, and returns how many were
+// allowed.
+func Hammer(t *testing.T, sts []strategy.Strategy, key string, goroutines, perG int) int64 {
+	t.Helper()
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		st := sts[g%len(sts)]
+		wg.Go(func() {
+			for range perG {
+				r, err := st.AllowN(ctx, key, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Allowed {
+					allowed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return allowed.Load()
 }
 
 // LocalAllocs checks that a decision and a Peek on a warm subject of the

@@ -34,6 +34,15 @@ type Twin interface {
 type Spec[R Keyed, L Twin] struct {
 	New      NewRedis[R]
 	NewLocal NewLocal[L]
+	// Subject says what the suite (Run) expects of the algorithm; RunSpec
+	// runs it on every backend (RunBackends).
+	Subject Subject
+	// Differential are limits the Redis strategy and its twin are
+	// compared on (DifferentialOf) beyond the usual ones.
+	Differential []strategy.Limit
+	// Checks are checks of the algorithm's family (see BucketSpec,
+	// ExactLogSpec, WindowChecks), run after the shared ones.
+	Checks []Check
 	// Tag is the algorithm's part of a key: <prefix><Tag>:{<subject>}.
 	Tag string
 	// ServerTime is what the Redis strategy decides by the server's TIME
@@ -123,16 +132,25 @@ type Memory struct {
 	MaxBytes int64
 }
 
+// Check is a named check of an algorithm family, run as a subtest.
+type Check struct {
+	Name string
+	Run  func(t *testing.T)
+}
+
 // MemorySubject is the subject whose key Memory measures.
 const MemorySubject = "user:42"
 
 // RunSpec runs, each a subtest, the checks every algorithm shares, with
-// s's numbers: the key layout, decisions by the server's TIME, the key's
-// TTL, that Peek and denials write nothing, the memory a subject costs,
-// invalid and edge configurations, and that the twin forgets idle
-// subjects.
+// s's numbers: the suite on every backend, the Redis strategy against its
+// twin, the key layout, decisions by the server's TIME, the key's TTL,
+// that Peek and denials write nothing, the memory a subject costs, invalid
+// and edge configurations, and that the twin forgets idle subjects; then
+// s.Checks.
 func RunSpec[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
 	t.Helper()
+	t.Run("conformance", func(t *testing.T) { RunBackends(t, s.Subject, s.New, s.NewLocal) })
+	t.Run("differential", func(t *testing.T) { DifferentialOf(t, s.New, s.NewLocal, s.Differential...) })
 	t.Run("key layout", func(t *testing.T) { keyLayout(t, s) })
 	t.Run("server time", func(t *testing.T) { serverTime(t, s) })
 	t.Run("TTL", func(t *testing.T) { ttl(t, s) })
@@ -151,6 +169,9 @@ func RunSpec[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
 		}
 	})
 	t.Run("twin drops idle subjects", func(t *testing.T) { dropsIdle(t, s) })
+	for _, c := range s.Checks {
+		t.Run(c.Name, c.Run)
+	}
 }
 
 func keyLayout[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
