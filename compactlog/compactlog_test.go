@@ -1,7 +1,6 @@
 package compactlog_test
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -22,10 +21,6 @@ import (
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
 
 // extraLimits give every entry width a turn: 1 byte (windows up to 256 ms),
 // 3 (up to 4.6 h) and 6 (the longest windows), and the largest Limit.
@@ -418,6 +413,7 @@ func TestSpec(t *testing.T) {
 	}
 	s := conformance.ExactLogSpec(compactlog.New, compactlog.NewLocal, "cl", memory...)
 	s.Differential = extraLimits
+	s.Allocs = strategy.Limit{Limit: compactlog.MaxLimit, Window: time.Hour}
 	s.Invalid = []conformance.ConfigCase{
 		{Name: "limit above MaxLimit", Lim: strategy.Limit{Limit: compactlog.MaxLimit + 1, Window: time.Second}, Field: "Limit"},
 	}

@@ -1,21 +1,14 @@
 package fixedwindow_test
 
 import (
-	"context"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/internal/conformance"
-	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
 
 // TestDifferentialClockJumps drives the script and the twin with a client
 // clock that also jumps backwards, though never to before the start of
@@ -39,8 +32,8 @@ func TestDifferentialClockJumps(t *testing.T) {
 		clock.Set(time.UnixMilli(now))
 		key := []string{"a", "b"}[rng.IntN(2)]
 		n := int64(rng.IntN(4))
-		rr, rerr := r.AllowN(ctx, key, n)
-		lr, lerr := l.AllowN(ctx, key, n)
+		rr, rerr := r.AllowN(t.Context(), key, n)
+		lr, lerr := l.AllowN(t.Context(), key, n)
 		if rerr != nil || lerr != nil || rr != lr {
 			t.Fatalf("seed %d, op %d at %d ms: AllowN(%q, %d):\n redis %+v %v\n local %+v %v",
 				seed, i, now, key, n, rr, rerr, lr, lerr)
@@ -126,34 +119,13 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 // documented bound: at most 2 x Limit units in any sliding window, and at
 // most Limit in any aligned window.
 func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
-	const limit, w = 7, 300
-	seed := uint64(time.Now().UnixNano())
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewLiveClock(conformance.Epoch)
-			st := conformance.Backend(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock, fixedwindow.New, fixedwindow.NewLocal)
-			rng := rand.New(rand.NewPCG(seed, 1))
-			var events []conformance.Event
-			perWindow := map[int64]int64{}
-			for i := 0; i < 600; i++ {
-				clock.Manual.Advance(time.Duration(rng.IntN(25)) * time.Millisecond)
-				n := int64(rng.IntN(3) + 1)
-				if r := conformance.Allow(t, st, "k", n); r.Allowed {
-					now := clock.Last().UnixMilli()
-					events = append(events, conformance.Event{T: now, N: n})
-					perWindow[now/w] += n
-				}
-			}
-			if got := conformance.MaxInWindow(events, w); got > 2*limit || got <= limit {
-				t.Fatalf("seed %d: most units in one sliding window = %d, want in (%d, %d]", seed, got, limit, 2*limit)
-			}
-			for idx, n := range perWindow {
-				if n > limit {
-					t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
-				}
-			}
-		})
-	}
+	const limit = 7
+	conformance.RandomTraffic(t, fixedwindow.New, fixedwindow.NewLocal, conformance.WindowTraffic{
+		Lim: strategy.Limit{Limit: limit, Window: 300 * time.Millisecond}, Stream: 1,
+		Step: func(rng *rand.Rand) time.Duration { return time.Duration(rng.IntN(25)) * time.Millisecond },
+		Cost: func(rng *rand.Rand) int64 { return int64(rng.IntN(3) + 1) },
+		Lo:   limit + 1, Hi: 2 * limit,
+	})
 }
 
 // TestLargeCounts checks that counts near MaxUnits survive the trip
@@ -187,6 +159,7 @@ func TestSpec(t *testing.T) {
 		// an allowed reply too large for one integer comes back as a table
 		Differential: []strategy.Limit{{Limit: strategy.MaxUnits, Window: time.Hour}},
 		Checks:       conformance.WindowChecks(fixedwindow.New, fixedwindow.NewLocal),
+		Allocs:       strategy.Limit{Limit: 1 << 40, Window: time.Hour},
 		ServerTime: conformance.ServerTime{
 			Lim: strategy.Limit{Limit: 1, Window: time.Second},
 			Steps: []conformance.TimeStep{

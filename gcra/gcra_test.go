@@ -1,9 +1,7 @@
 package gcra_test
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -14,10 +12,6 @@ import (
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
 
 // TestStoredValue: the key holds TAT as an integer, whole ms then, when
 // the emission interval is fractional, the remainder in 1/lp ms.
@@ -52,7 +46,7 @@ func TestStoredValue(t *testing.T) {
 						t.Fatalf("%s: AllowN(%d) denied: %+v", backend, n, r)
 					}
 				}
-				if got, err := rdb.Get(ctx, st.Key("user:42")).Result(); err != nil || got != c.want {
+				if got, err := rdb.Get(t.Context(), st.Key("user:42")).Result(); err != nil || got != c.want {
 					t.Fatalf("%s: GET %s = %q (%v), want %q", backend, st.Key("user:42"), got, err, c.want)
 				}
 			}
@@ -86,10 +80,6 @@ func TestLimitChange(t *testing.T) {
 func TestSpec(t *testing.T) {
 	conformance.RunSpec(t, conformance.BucketSpec(gcra.New, gcra.NewLocal, "gc",
 		conformance.Memory{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 72}))
-}
-
-func TestLocalAllocs(t *testing.T) {
-	conformance.LocalAllocs(t, gcra.NewLocal, strategy.PerSecond(1000))
 }
 
 func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, gcra.NewLocal) }

@@ -1,10 +1,8 @@
 package slidingcounter_test
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -15,10 +13,6 @@ import (
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
 
 // TestLargeAllowedReply takes the script's path for an allowed decision
 // whose reset after ms * (limit + 1) + remaining is 2^53 or more: it must
@@ -33,7 +27,7 @@ func TestLargeAllowedReply(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			clock := conformance.NewClock(start)
 			st := conformance.Backend(t, backend, lim, clock, slidingcounter.New, slidingcounter.NewLocal)
-			if got, err := st.AllowN(ctx, "big", 3); err != nil || got != want {
+			if got, err := st.AllowN(t.Context(), "big", 3); err != nil || got != want {
 				t.Fatalf("AllowN(3) = %+v, %v; want %+v", got, err, want)
 			}
 		})
@@ -50,8 +44,8 @@ func compare(t *testing.T, r, l strategy.Strategy, clock *conformance.Clock, ops
 		clock.Set(time.UnixMilli(now))
 		key := []string{"a", "b"}[rng.IntN(2)]
 		n := cost(rng)
-		rr, rerr := r.AllowN(ctx, key, n)
-		lr, lerr := l.AllowN(ctx, key, n)
+		rr, rerr := r.AllowN(t.Context(), key, n)
+		lr, lerr := l.AllowN(t.Context(), key, n)
 		if rerr != nil || lerr != nil || rr != lr {
 			t.Fatalf("seed %d, op %d at %d ms: AllowN(%q, %d):\n redis %+v %v\n local %+v %v",
 				seed, i, now, key, n, rr, rerr, lr, lerr)
@@ -286,36 +280,13 @@ func TestBoundaryBurst(t *testing.T) {
 // Limit.
 func TestErrorBoundRandom(t *testing.T) {
 	const limit, w = 9, 300
-	seed := uint64(time.Now().UnixNano())
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewLiveClock(conformance.Epoch)
-			st := conformance.Backend(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock, slidingcounter.New, slidingcounter.NewLocal)
-			rng := rand.New(rand.NewPCG(seed, 4))
-			var events []conformance.Event
-			perWindow := map[int64]int64{}
-			for i := 0; i < 600; i++ {
-				// bursts at random phases, then quiet or steady stretches
-				clock.Manual.Advance(time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond)
-				n := int64(rng.IntN(4) + 1)
-				if r := conformance.Allow(t, st, "k", n); r.Allowed {
-					now := clock.Last().UnixMilli()
-					events = append(events, conformance.Event{T: now, N: n})
-					perWindow[now/w] += n
-				}
-			}
-			got := conformance.MaxInWindow(events, w)
-			t.Logf("seed %d: %d units in one sliding window at most, %.2f x the limit", seed, got, float64(got)/limit)
-			if got > bound(limit, w) || got < limit {
-				t.Fatalf("seed %d: most units in one sliding window = %d, want in [%d, %d]", seed, got, limit, bound(limit, w))
-			}
-			for idx, n := range perWindow {
-				if n > limit {
-					t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
-				}
-			}
-		})
-	}
+	conformance.RandomTraffic(t, slidingcounter.New, slidingcounter.NewLocal, conformance.WindowTraffic{
+		Lim: strategy.Limit{Limit: limit, Window: w * time.Millisecond}, Stream: 4,
+		// bursts at random phases, then quiet or steady stretches
+		Step: func(rng *rand.Rand) time.Duration { return time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond },
+		Cost: func(rng *rand.Rand) int64 { return int64(rng.IntN(4) + 1) },
+		Lo:   limit, Hi: bound(limit, w),
+	})
 }
 
 // TestForeignValue: a value the script did not write (an older format, a
@@ -375,6 +346,7 @@ func TestSpec(t *testing.T) {
 		New: slidingcounter.New, NewLocal: slidingcounter.NewLocal, Tag: "sc",
 		Subject: conformance.Subject{ExactRetry: true},
 		Checks:  conformance.WindowChecks(slidingcounter.New, slidingcounter.NewLocal),
+		Allocs:  strategy.Limit{Limit: 1 << 30, Window: time.Hour},
 		ServerTime: conformance.ServerTime{
 			Lim: strategy.PerSecond(2),
 			Steps: []conformance.TimeStep{

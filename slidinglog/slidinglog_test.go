@@ -1,9 +1,7 @@
 package slidinglog_test
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -15,10 +13,6 @@ import (
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
 
 // TestSameMillisecondBurst has 8 clients (standing for 8 app hosts) with 8
 // goroutines each hit one subject in the same millisecond; exactly the limit

@@ -1,21 +1,14 @@
 package tokenbucket_test
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
-	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
 
 func TestStoredState(t *testing.T) {
 	// 10 per second: one token is 100 units, a millisecond refills 1.
@@ -44,10 +37,6 @@ func TestStoredState(t *testing.T) {
 func TestSpec(t *testing.T) {
 	conformance.RunSpec(t, conformance.BucketSpec(tokenbucket.New, tokenbucket.NewLocal, "tb",
 		conformance.Memory{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"listpack", "ziplist"}, MaxBytes: 128}))
-}
-
-func TestLocalAllocs(t *testing.T) {
-	conformance.LocalAllocs(t, tokenbucket.NewLocal, strategy.PerSecond(1000))
 }
 
 func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, tokenbucket.NewLocal) }

@@ -27,6 +27,7 @@ import (
 func BucketSpec[R Keyed, L Twin](newRedis NewRedis[R], newLocal NewLocal[L], tag string, memory ...Memory) Spec[R, L] {
 	return Spec[R, L]{
 		New: newRedis, NewLocal: newLocal, Tag: tag,
+		Allocs:  strategy.PerSecond(1000),
 		Subject: Subject{ExactRetry: true, UsesBurst: true},
 		// an allowed reply too large for one integer comes back as a table
 		Differential: []strategy.Limit{{Limit: 1, Window: time.Hour, Burst: 1 << 20}},
@@ -289,8 +290,7 @@ func Hammer(t *testing.T, sts []strategy.Strategy, key string, goroutines, perG 
 }
 
 // LocalAllocs checks that a decision and a Peek on a warm subject of the
-// twin that newLocal makes for lim allocate nothing. Call it from a file
-// built with !race where the race detector's instrumentation allocates.
+// twin that newLocal makes for lim allocate nothing, and returns the twin.
 func LocalAllocs[L strategy.Strategy](t *testing.T, newLocal NewLocal[L], lim strategy.Limit) L {
 	t.Helper()
 	clock := NewClock(Epoch)
@@ -388,4 +388,56 @@ func BenchmarkRedis[R strategy.Strategy](b *testing.B, name string, newRedis New
 			}
 		})
 	})
+}
+
+// WindowTraffic is random traffic of one subject for RandomTraffic.
+type WindowTraffic struct {
+	Lim strategy.Limit
+	// Stream picks the random stream (with the seed, printed on failure).
+	Stream uint64
+	// Step and Cost draw the time before each request and its cost.
+	Step func(rng *rand.Rand) time.Duration
+	Cost func(rng *rand.Rand) int64
+	// Lo and Hi bound the most units allowed in one sliding window of
+	// Lim.Window: the documented worst case, and a floor showing the
+	// traffic reached it.
+	Lo, Hi int64
+}
+
+// RandomTraffic sends w's 600 requests over every backend, on a
+// LiveClock, and checks that the most units allowed in any sliding window
+// is within [w.Lo, w.Hi] and that no aligned window allows more than the
+// limit (fixed window, sliding counter).
+func RandomTraffic[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L], w WindowTraffic) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	limit, ms := w.Lim.Limit, w.Lim.Window.Milliseconds()
+	for _, name := range BackendNames() {
+		t.Run(name, func(t *testing.T) {
+			clock := NewLiveClock(Epoch)
+			st := Backend(t, name, w.Lim, clock, newRedis, newLocal)
+			rng := rand.New(rand.NewPCG(seed, w.Stream))
+			var events []Event
+			perWindow := map[int64]int64{}
+			for range 600 {
+				clock.Manual.Advance(w.Step(rng))
+				n := w.Cost(rng)
+				if r := Allow(t, st, "k", n); r.Allowed {
+					now := clock.Last().UnixMilli()
+					events = append(events, Event{T: now, N: n})
+					perWindow[now/ms] += n
+				}
+			}
+			got := MaxInWindow(events, ms)
+			t.Logf("seed %d: %d units in one sliding window at most, %.2f x the limit", seed, got, float64(got)/float64(limit))
+			if got > w.Hi || got < w.Lo {
+				t.Fatalf("seed %d: most units in one sliding window = %d, want in [%d, %d]", seed, got, w.Lo, w.Hi)
+			}
+			for idx, n := range perWindow {
+				if n > limit {
+					t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
+				}
+			}
+		})
+	}
 }

@@ -67,6 +67,10 @@ type Spec[R Keyed, L Twin] struct {
 	// Invalid are the algorithm's own invalid configurations, beyond the
 	// ones every strategy rejects (see InvalidConfig).
 	Invalid []ConfigCase
+	// Allocs, when its Limit is not 0, is a limit under which a decision
+	// and a Peek of the twin on a warm subject allocate nothing
+	// (LocalAllocs).
+	Allocs strategy.Limit
 	// Accepted are configurations at the edge of what the algorithm
 	// allows, which both constructors must accept.
 	Accepted []strategy.Limit
@@ -145,8 +149,8 @@ const MemorySubject = "user:42"
 // s's numbers: the suite on every backend, the Redis strategy against its
 // twin, the key layout, decisions by the server's TIME, the key's TTL,
 // that Peek and denials write nothing, the memory a subject costs, invalid
-// and edge configurations, and that the twin forgets idle subjects; then
-// s.Checks.
+// and edge configurations, that the twin forgets idle subjects and
+// allocates nothing on a warm one; then s.Checks.
 func RunSpec[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
 	t.Helper()
 	t.Run("conformance", func(t *testing.T) { RunBackends(t, s.Subject, s.New, s.NewLocal) })
@@ -169,6 +173,9 @@ func RunSpec[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
 		}
 	})
 	t.Run("twin drops idle subjects", func(t *testing.T) { dropsIdle(t, s) })
+	if s.Allocs.Limit != 0 {
+		t.Run("twin allocates nothing on a warm subject", func(t *testing.T) { LocalAllocs(t, s.NewLocal, s.Allocs) })
+	}
 	for _, c := range s.Checks {
 		t.Run(c.Name, c.Run)
 	}
