@@ -153,7 +153,7 @@ func (m *model) allowN(lim strategy.Limit, key string, now, n int64) strategy.Re
 // during the test on Redis (miniredis's TTLs do not run, the real Redis
 // has windows of a minute), while the local twin forgets a subject once
 // its newest unit left the window, so the model does for it; the Redis
-// script's TTL is tested in TestTTL.
+// script's TTL is tested in TestSpec and TestTTLAfterEviction.
 func TestClockStepBack(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("RATELIMIT_DIFF_SEED"); s != "" {
@@ -407,7 +407,7 @@ func TestSpec(t *testing.T) {
 	var memory []conformance.Memory
 	for _, limit := range []int64{100, 1000, 10000} {
 		memory = append(memory, conformance.Memory{
-			Lim: strategy.PerMinute(limit), Requests: int(limit), Cost: 1,
+			Lim: strategy.PerMinute(limit), Subject: "u12345", Requests: int(limit), Cost: 1,
 			Step: max(time.Minute*998/1000/time.Duration(limit), time.Millisecond), MaxBytes: 8 * limit,
 		})
 	}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -125,6 +126,8 @@ type Memory struct {
 	Lim strategy.Limit
 	// Prefix is the key prefix; "" is the default.
 	Prefix string
+	// Subject is the subject measured; "" is MemorySubject.
+	Subject string
 	// Start is the clock at the first request, since Epoch.
 	Start    time.Duration
 	Requests int
@@ -142,7 +145,7 @@ type Check struct {
 	Run  func(t *testing.T)
 }
 
-// MemorySubject is the subject whose key Memory measures.
+// MemorySubject is the subject whose key Memory measures by default.
 const MemorySubject = "user:42"
 
 // RunSpec runs, each a subtest, the checks every algorithm shares, with
@@ -395,8 +398,8 @@ func peekAndDenialWriteNothing[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
 	}
 }
 
-// MemoryOf builds with newRedis on rdb the strategy of m, resets
-// MemorySubject, sends it m's requests and returns what MEMORY USAGE and
+// MemoryOf builds with newRedis on rdb the strategy of m, resets its
+// subject, sends it m's requests and returns what MEMORY USAGE and
 // OBJECT ENCODING report for its key.
 func MemoryOf[R Keyed](t *testing.T, rdb *redis.Client, newRedis NewRedis[R], m Memory) (bytes int64, encoding string) {
 	t.Helper()
@@ -409,16 +412,17 @@ func MemoryOf[R Keyed](t *testing.T, rdb *redis.Client, newRedis NewRedis[R], m 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Reset(ctx, MemorySubject); err != nil {
+	subject := cmp.Or(m.Subject, MemorySubject)
+	if err := st.Reset(ctx, subject); err != nil {
 		t.Fatal(err)
 	}
 	for i := range m.Requests {
-		if r := Allow(t, st, MemorySubject, m.Cost); !r.Allowed {
+		if r := Allow(t, st, subject, m.Cost); !r.Allowed {
 			t.Fatalf("%v, request %d of cost %d: %+v, want allowed", m.Lim, i+1, m.Cost, r)
 		}
 		clock.Advance(m.Step)
 	}
-	key := st.Key(MemorySubject)
+	key := st.Key(subject)
 	bytes, err = rdb.MemoryUsage(ctx, key).Result()
 	if err != nil {
 		t.Fatal(err)
