@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -473,31 +472,7 @@ func TestLocalTwinShardsApart(t *testing.T) {
 	}
 }
 
-// hammer runs 16 goroutines sending single units to one subject until
-// requests have been sent, and returns how many were allowed.
-func hammer(t *testing.T, st strategy.Strategy, key string, requests int) int64 {
-	t.Helper()
-	var allowed, next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for next.Add(1) <= int64(requests) {
-				r, err := st.AllowN(ctx, key, 1)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if r.Allowed {
-					allowed.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return allowed.Load()
-}
-
-// TestNeverAboveTheLimit: 16 goroutines on one sharded subject, the clock
+// TestNeverAboveTheLimit: 24 goroutines on one sharded subject, the clock
 // frozen so nothing refills: never more than the limit, and all of it when
 // the burst is twice the limit.
 func TestNeverAboveTheLimit(t *testing.T) {
@@ -527,15 +502,15 @@ func TestNeverAboveTheLimit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := mustNew(t, 6, lim, c.build(t))
-			got := hammer(t, l, "hot", 2*limit)
+			got := conformance.Hammer(t, []strategy.Strategy{l}, "hot", 24, 2*limit/24)
 			if got != limit {
-				t.Fatalf("16 goroutines, %d requests: allowed %d, want exactly the limit %d", 2*limit, got, limit)
+				t.Fatalf("24 goroutines, %d requests: allowed %d, want exactly the limit %d", 2*limit, got, limit)
 			}
 			if p, _ := l.Peek(ctx, "hot"); p.Remaining != 0 {
 				t.Fatalf("Peek after = %+v, want Remaining 0", p)
 			}
 			// a burst of exactly the limit on a fresh subject: never above, close to it
-			got = hammer(t, l, "fresh", limit)
+			got = conformance.Hammer(t, []strategy.Strategy{l}, "fresh", 24, limit/24)
 			if got > limit || got < limit*95/100 {
 				t.Fatalf("burst of exactly the limit: allowed %d, want within [%d, %d]", got, limit*95/100, limit)
 			}

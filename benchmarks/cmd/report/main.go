@@ -49,8 +49,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratekit/ratelimit/benchmarks/internal/redisproc"
 	"github.com/ratekit/ratelimit/benchmarks/internal/report"
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -167,7 +167,7 @@ usage: go -C benchmarks run ./cmd/report [flags]
 	case *cluster != "":
 		o.Backend, o.Addrs = report.BackendCluster, strings.Split(*cluster, ",")
 	case *startRedis:
-		s, err := redisproc.Start()
+		s, err := testredis.StartProcess()
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -175,7 +175,7 @@ usage: go -C benchmarks run ./cmd/report [flags]
 		o.Backend, o.Addrs = report.BackendRedis, []string{s.Addr}
 		origin = "started by the report on " + s.Addr
 	case *startClus > 0:
-		c, err := redisproc.StartCluster(*startClus)
+		c, err := testredis.StartClusterOf(*startClus)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -251,9 +251,9 @@ func commit() string {
 }
 
 // haveRedis reports whether a redis-server can be started: the one
-// redisproc.Binary names exists and is executable.
+// testredis.Binary names exists and is executable.
 func haveRedis() error {
-	p, err := redisproc.Binary()
+	p, err := testredis.Binary()
 	if err != nil {
 		return err
 	}
