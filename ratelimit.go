@@ -491,6 +491,17 @@ func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.
 // by Wrap, Limit, Window and Burst are the strategy's Limit().
 func (l *Limiter) Config() Config { return l.cfg }
 
+// Limit returns the limit the Limiter enforces: its strategy's, or its
+// tier's (see Tier). With it a Limiter is a strategy.Strategy itself.
+func (l *Limiter) Limit() Limit {
+	if l.tier != "" {
+		return l.lim
+	}
+	return l.st.Limit()
+}
+
+var _ strategy.Strategy = (*Limiter)(nil)
+
 // Strategy returns the strategy that makes the decisions.
 func (l *Limiter) Strategy() strategy.Strategy { return l.st }
 
