@@ -99,7 +99,7 @@ func (g *Guard) Call(ctx context.Context, st strategy.Strategy, c Call) (strateg
 	if g.inline {
 		r, err := Do(ctx2, st, c)
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return strategy.Result{}, g.timedOut(err)
+			return strategy.Result{}, g.timedOut()
 		}
 		return r, err
 	}
@@ -115,13 +115,14 @@ func (g *Guard) Call(ctx context.Context, st strategy.Strategy, c Call) (strateg
 		if err := ctx.Err(); err != nil {
 			return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 		}
-		return strategy.Result{}, g.timedOut(context.DeadlineExceeded)
+		return strategy.Result{}, g.timedOut()
 	}
 }
 
-// timedOut is the error of a call that got no reply within the timeout.
-func (g *Guard) timedOut(cause error) error {
-	return fmt.Errorf("%w: no reply within Timeout %s: %w", strategy.ErrBackend, g.timeout, cause)
+// timedOut is the error of a call that got no reply within the timeout:
+// it wraps strategy.ErrBackend and context.DeadlineExceeded.
+func (g *Guard) timedOut() error {
+	return fmt.Errorf("%w: no reply within Timeout %s: %w", strategy.ErrBackend, g.timeout, context.DeadlineExceeded)
 }
 
 // context returns ctx with the guard's deadline, and the function that
