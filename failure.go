@@ -203,7 +203,7 @@ func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, 
 	default:
 		r, err = l.st.AllowN(ctx, key, n)
 	}
-	if l.shadow && !r.Allowed && err == nil && op == opAllow {
+	if l.shadow && !r.Allowed && err == nil && op == opAllow && n > 0 {
 		r.Allowed, r.Shadow = true, true
 	}
 	if l.obs != nil {

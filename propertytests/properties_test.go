@@ -114,6 +114,10 @@ var properties = []property{
 		custom: compareProp, // compare_test.go
 	},
 	{
+		name: "shadow", backends: mainBackends, applies: notSharded, // shards start their round robin at random
+		custom: shadowProp, // shadow_test.go
+	},
+	{
 		name: "ttl", backends: redisBackends,
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,
