@@ -352,11 +352,67 @@ func honours(st strategy.Strategy) bool {
 // reaches the caller. It is not run when the enforced strategy returns an
 // error (there is no decision to compare) or when n = 0 (a Peek).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allow(ctx, key, n, strategy.Limit{})
+}
+
+// AllowNWith is AllowN under lim for this one call (a per-subject tier,
+// see strategy.LimitOverrider): the enforced strategy decides under lim,
+// and so does the candidate when it implements strategy.LimitOverrider
+// (under its own Limit otherwise). It fails as AllowN of a strategy that
+// cannot when the enforced one does not implement the interface.
+func (l *Limiter) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	if _, ok := l.enforced.(strategy.LimitOverrider); !ok {
+		return strategy.Result{}, errNoOverride
+	}
+	return l.allow(ctx, key, n, lim)
+}
+
+// PeekWith is Peek under lim (see AllowNWith).
+func (l *Limiter) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	o, ok := l.enforced.(strategy.LimitOverrider)
+	if !ok {
+		return strategy.Result{}, errNoOverride
+	}
+	return o.PeekWith(ctx, key, lim)
+}
+
+var errNoOverride = fmt.Errorf("%w: compare: the enforced strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
+
+// RefundN gives back up to n units of key on the enforced strategy, and on
+// the candidate too when it can refund, so that it keeps the state the
+// enforced policy would have under its algorithm; it returns the enforced
+// strategy's Result. A candidate's refund error is not returned.
+func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	r, ok := l.enforced.(strategy.Refunder)
+	if !ok {
+		return strategy.Result{}, fmt.Errorf("%w: compare: the enforced strategy cannot refund (it does not implement strategy.Refunder)", strategy.ErrInvalidOption)
+	}
+	res, err := r.RefundN(ctx, key, n)
+	if err != nil {
+		return res, err
+	}
+	if c, ok := l.candidate.(strategy.Refunder); ok {
+		c.RefundN(ctx, key, n)
+	}
+	return res, nil
+}
+
+// decide is AllowN of st, under lim when lim is set and st can.
+func decide(ctx context.Context, st strategy.Strategy, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	if lim.Window != 0 {
+		if o, ok := st.(strategy.LimitOverrider); ok {
+			return o.AllowNWith(ctx, key, n, lim)
+		}
+	}
+	return st.AllowN(ctx, key, n)
+}
+
+func (l *Limiter) allow(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
 	stopped := l.stopped.Load()
 	if l.mode == modePipeline && n != 0 && !stopped {
-		return l.allowPipelined(ctx, key, n)
+		return l.allowPipelined(ctx, key, n, lim)
 	}
-	res, err := l.enforced.AllowN(ctx, key, n)
+	res, err := decide(ctx, l.enforced, key, n, lim)
 	if err != nil || n == 0 {
 		return res, err
 	}
@@ -365,26 +421,26 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		return res, nil
 	}
 	if l.mode == modeInline {
-		l.compare(ctx, key, n, res)
+		l.compare(ctx, key, n, lim, res)
 		return res, nil
 	}
-	l.inBackground(ctx, key, n, res)
+	l.inBackground(ctx, key, n, lim, res)
 	return res, nil
 }
 
 // allowPipelined holds both strategies' script calls and sends them in one
 // pipeline when their client can pipeline them together; otherwise the
 // enforced call runs alone and the candidate in the background.
-func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64) (strategy.Result, error) {
+func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
 	var qe, qc redisx.Queued
-	res, err := l.enforced.AllowN(redisx.WithQueue(ctx, &qe), key, n)
+	res, err := decide(redisx.WithQueue(ctx, &qe), l.enforced, key, n, lim)
 	if !qe.Held() { // bad input, or decided without Redis
 		if err == nil {
-			l.compare(ctx, key, n, res)
+			l.compare(ctx, key, n, lim, res)
 		}
 		return res, err
 	}
-	cres, cerr := l.candidate.AllowN(redisx.WithQueue(ctx, &qc), key, n)
+	cres, cerr := decide(redisx.WithQueue(ctx, &qc), l.candidate, key, n, lim)
 	qs := [2]*redisx.Queued{&qe, &qc}
 	switch {
 	case !qc.Held(): // the candidate decided without Redis, or failed
@@ -397,7 +453,7 @@ func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64) (stra
 		if qe.Err != nil {
 			return strategy.Result{}, qe.Err
 		}
-		l.inBackground(ctx, key, n, qe.Result)
+		l.inBackground(ctx, key, n, lim, qe.Result)
 		return qe.Result, nil
 	default:
 		redisx.Exec(ctx, qs[:])
@@ -433,25 +489,25 @@ func pipelines(a, b redis.Scripter) bool {
 
 // inBackground starts the candidate's decision on a goroutine, or counts
 // it dropped.
-func (l *Limiter) inBackground(ctx context.Context, key string, n int64, enforced strategy.Result) {
+func (l *Limiter) inBackground(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
 	if !l.start() {
 		l.outcome(ctx, enforced, strategy.Result{}, Dropped)
 		return
 	}
-	go l.background(context.WithoutCancel(ctx), key, n, enforced)
+	go l.background(context.WithoutCancel(ctx), key, n, lim, enforced)
 }
 
 // background runs the candidate's decision under its own timeout.
-func (l *Limiter) background(ctx context.Context, key string, n int64, enforced strategy.Result) {
+func (l *Limiter) background(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
 	defer l.done()
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	l.compare(ctx, key, n, enforced)
+	l.compare(ctx, key, n, lim, enforced)
 }
 
 // compare runs the candidate's decision and records the outcome.
-func (l *Limiter) compare(ctx context.Context, key string, n int64, enforced strategy.Result) {
-	cres, err := l.candidate.AllowN(ctx, key, n)
+func (l *Limiter) compare(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
+	cres, err := decide(ctx, l.candidate, key, n, lim)
 	if err != nil {
 		l.outcome(ctx, enforced, strategy.Result{}, CandidateError)
 		return

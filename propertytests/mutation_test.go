@@ -356,7 +356,7 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		file: "compare/compare.go",
 		edits: []edit{{
 			old: `	if l.mode == modeInline {
-		l.compare(ctx, key, n, res)
+		l.compare(ctx, key, n, lim, res)
 		return res, nil
 	}`,
 			new: `	if l.mode == modeInline { // MUTANT
