@@ -522,6 +522,9 @@ type honest struct {
 
 func (s honest) HonoursContext() bool { return s.h }
 
+// silent is a Strategy that does not say whether it honours contexts.
+type silent struct{ strategy.Strategy }
+
 // TestHonoursContext: the enforced strategy's answer, and with
 // WithInline the candidate's too (it then runs on the caller's path).
 func TestHonoursContext(t *testing.T) {
@@ -537,7 +540,7 @@ func TestHonoursContext(t *testing.T) {
 		{"enforced no", no, yes, false, false},
 		{"candidate no, background", yes, no, false, true},
 		{"candidate no, inline", yes, no, true, false},
-		{"enforced silent", st, yes, false, false},
+		{"enforced silent", silent{st}, yes, false, false},
 	} {
 		var opts []compare.Option
 		if tc.inline {
