@@ -254,6 +254,18 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
 	}
+	return assemble(rdb, cfg, opts)
+}
+
+// NewLocal returns a Limiter for cfg whose state lives in this process only:
+// each process enforces cfg on its own. Its decisions never fail, so it has
+// no failure handling (OnFailure, Timeout and the breaker do not apply).
+func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
+	return assemble(nil, cfg, opts)
+}
+
+// assemble is New, or NewLocal when rdb is nil.
+func assemble(rdb redis.Scripter, cfg Config, opts []Option) (*Limiter, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
@@ -267,45 +279,30 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fallback strategy.Strategy
-	if cfg.OnFailure == FailLocal {
-		if fallback, err = build(nil, cfg.local(), o, ev); err != nil {
+	var l *Limiter
+	switch {
+	case rdb != nil:
+		var fallback strategy.Strategy
+		if cfg.OnFailure == FailLocal {
+			if fallback, err = build(nil, cfg.local(), o, ev); err != nil {
+				return nil, err
+			}
+		}
+		if l, err = wrap(st, cfg, o, fallback, ev); err != nil {
+			return nil, err
+		}
+	default:
+		lim := st.Limit()
+		if cfg.Algorithm != Multi {
+			cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
+		}
+		l = &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: true, ev: ev}
+		if l, err = l.withTiers(); err != nil {
 			return nil, err
 		}
 	}
-	l, err := wrap(st, cfg, o, fallback, ev)
-	if err != nil {
-		return nil, err
-	}
 	rep.l = l
 	return l, nil
-}
-
-// NewLocal returns a Limiter for cfg whose state lives in this process only:
-// each process enforces cfg on its own. Its decisions never fail, so it has
-// no failure handling (OnFailure, Timeout and the breaker do not apply).
-func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
-	o, err := apply(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkFailure(cfg, false); err != nil {
-		return nil, err
-	}
-	ev := new(evictions)
-	rep := new(compareReport)
-	st, err := buildCompared(nil, cfg, o, ev, rep)
-	if err != nil {
-		return nil, err
-	}
-	lim := st.Limit()
-	cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
-	if cfg.Algorithm == Multi {
-		cfg.Limit, cfg.Window, cfg.Burst = 0, 0, 0
-	}
-	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: true, ev: ev}
-	rep.l = l
-	return l.withTiers()
 }
 
 // Wrap returns a Limiter that enforces st, any strategy.Strategy (one of
