@@ -1,0 +1,195 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// refunder is a Strategy that gives units back.
+type refunder interface {
+	strategy.Strategy
+	strategy.Refunder
+}
+
+// asRefunder fails t unless st implements strategy.Refunder.
+func asRefunder(t *testing.T, st strategy.Strategy) refunder {
+	t.Helper()
+	r, ok := st.(refunder)
+	if !ok {
+		t.Fatalf("%T does not implement strategy.Refunder", st)
+	}
+	return r
+}
+
+// Refunds runs the refund rules every Refunder keeps, on every backend of
+// BackendNames: invalid input is an error with one "ratelimit: " prefix
+// and touches nothing; n = 0 is Peek; a refund returns what Peek then
+// reports; a subject that spent its whole capacity at one instant gets
+// back exactly the units refunded, and can spend them again; a refund
+// never lifts a subject above its capacity, nor gives back what it did not
+// spend. lim's capacity must be at least 4.
+func Refunds[R, L strategy.Strategy](t *testing.T, lim strategy.Limit, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	capacity := lim.Capacity()
+	OnBackends(t, lim, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+		rf := asRefunder(t, st)
+		clock.Advance(7 * time.Millisecond) // not on a window edge
+		t.Run("invalid input touches nothing", func(t *testing.T) {
+			allowN(t, st, "v", 2)
+			before := peek(t, st, "v")
+			for _, c := range []struct {
+				key  string
+				n    int64
+				want error
+			}{
+				{"", 1, strategy.ErrInvalidKey},
+				{strings.Repeat("k", strategy.MaxKeyLen+1), 1, strategy.ErrInvalidKey},
+				{"v", -1, strategy.ErrInvalidCost},
+				{"v", strategy.MaxUnits + 1, strategy.ErrInvalidCost},
+			} {
+				_, err := rf.RefundN(ctx, c.key, c.n)
+				if !errors.Is(err, c.want) {
+					t.Errorf("RefundN(key of %d bytes, %d) error = %v, want %v", len(c.key), c.n, err, c.want)
+					continue
+				}
+				if got := strings.Count(err.Error(), "ratelimit: "); got != 1 {
+					t.Errorf("RefundN(key of %d bytes, %d) error %q has %d \"ratelimit: \" prefixes, want 1", len(c.key), c.n, err, got)
+				}
+			}
+			if after := peek(t, st, "v"); after != before {
+				t.Errorf("after invalid refunds Peek = %+v, want %+v as before", after, before)
+			}
+		})
+		t.Run("zero is peek", func(t *testing.T) {
+			allowN(t, st, "z", 1)
+			got, err := rf.RefundN(ctx, "z", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := peek(t, st, "z"); got != want {
+				t.Errorf("RefundN(0) = %+v, want Peek %+v", got, want)
+			}
+		})
+		t.Run("exact at one instant", func(t *testing.T) {
+			if r := allowN(t, st, "x", capacity); !r.Allowed {
+				t.Fatalf("AllowN(capacity %d) denied: %+v", capacity, r)
+			}
+			got, err := rf.RefundN(ctx, "x", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Remaining != 3 || !got.Allowed || got.RetryAfter != 0 {
+				t.Errorf("RefundN(3) after spending %d = %+v, want Allowed with Remaining 3", capacity, got)
+			}
+			if want := peek(t, st, "x"); got != want {
+				t.Errorf("RefundN(3) = %+v, but Peek then = %+v", got, want)
+			}
+			if r := allowN(t, st, "x", 4); r.Allowed {
+				t.Errorf("AllowN(4) after a refund of 3 allowed: %+v", r)
+			}
+			if r := allowN(t, st, "x", 3); !r.Allowed || r.Remaining != 0 {
+				t.Errorf("AllowN(3) after a refund of 3 = %+v, want Allowed, Remaining 0", r)
+			}
+		})
+		t.Run("never above capacity", func(t *testing.T) {
+			fresh := peek(t, st, "c")
+			got, err := rf.RefundN(ctx, "c", strategy.MaxUnits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != fresh {
+				t.Errorf("RefundN(MaxUnits) of a fresh subject = %+v, want the fresh state %+v", got, fresh)
+			}
+			allowN(t, st, "c", 2)
+			clock.Advance(time.Millisecond)
+			allowN(t, st, "c", 1)
+			if got, err = rf.RefundN(ctx, "c", 10); err != nil {
+				t.Fatal(err)
+			}
+			if got.Remaining != capacity || got.Remaining > got.Limit {
+				t.Errorf("RefundN(10) after spending 3 = %+v, want Remaining %d (the capacity)", got, capacity)
+			}
+			// the units given back are all there is: capacity + 1 is denied
+			if r := allowN(t, st, "c", capacity); !r.Allowed {
+				t.Errorf("AllowN(capacity) after the refund = %+v, want allowed", r)
+			}
+			if r := allowN(t, st, "c", 1); r.Allowed {
+				t.Errorf("AllowN(1) beyond the capacity after a refund = %+v, want denied", r)
+			}
+		})
+	})
+}
+
+// RefundDifferential drives a Redis strategy (on miniredis and on a real
+// Redis) and its local twin with the same random schedule of time steps,
+// AllowN, RefundN and Peek, and checks every Result is identical. The seed
+// is printed on failure; RATELIMIT_DIFF_SEED replays one,
+// RATELIMIT_DIFF_OPS sets the number of operations per limit (default 400).
+func RefundDifferential[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L], limits ...strategy.Limit) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("RATELIMIT_DIFF_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	ops := 400
+	if s := os.Getenv("RATELIMIT_DIFF_OPS"); s != "" {
+		ops, _ = strconv.Atoi(s)
+	}
+	for _, backend := range []string{"miniredis", "redis"} {
+		for _, lim := range limits {
+			t.Run(backend+"/"+lim.String(), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 11))
+				clock := NewClock(Epoch.Add(time.Duration(rng.IntN(1000)) * time.Millisecond))
+				r := asRefunder(t, Backend(t, backend, lim, clock, newRedis, newLocal))
+				l := asRefunder(t, Backend(t, "local", lim, clock, newRedis, newLocal))
+				subjects := []string{"a", "b", "user:{42}"}
+				step := lim.Window.Milliseconds()/5 + 1
+				for i := 0; i < ops; i++ {
+					switch d := rng.IntN(10); {
+					case d < 5:
+						clock.Advance(time.Duration(rng.Int64N(step)) * time.Millisecond)
+					case d < 6:
+						clock.Advance(time.Duration(rng.Int64N(2*lim.Window.Milliseconds())) * time.Millisecond)
+					}
+					key := subjects[rng.IntN(len(subjects))]
+					n := rng.Int64N(min(max(lim.Capacity()/2, 1), 50)+2) + int64(rng.IntN(2))
+					var what string
+					var rr, lr strategy.Result
+					var rerr, lerr error
+					switch op := rng.IntN(10); {
+					case op < 4:
+						what = fmt.Sprintf("RefundN(%d)", n)
+						rr, rerr = r.RefundN(ctx, key, n)
+						lr, lerr = l.RefundN(ctx, key, n)
+					case op < 5:
+						what = "Peek"
+						rr, rerr = r.Peek(ctx, key)
+						lr, lerr = l.Peek(ctx, key)
+					default:
+						what = fmt.Sprintf("AllowN(%d)", n)
+						rr, rerr = r.AllowN(ctx, key, n)
+						lr, lerr = l.AllowN(ctx, key, n)
+					}
+					if rerr != nil || lerr != nil {
+						t.Fatalf("seed %d, op %d %s(%q): errors redis=%v local=%v", seed, i, what, key, rerr, lerr)
+					}
+					if rr != lr {
+						t.Fatalf("seed %d, op %d at %s: %s(%q):\n redis %+v\n local %+v",
+							seed, i, clock.Now().Format("15:04:05.000"), what, key, rr, lr)
+					}
+					if rr.Remaining > rr.Limit {
+						t.Fatalf("seed %d, op %d: %s(%q) = %+v: Remaining above the capacity", seed, i, what, key, rr)
+					}
+				}
+			})
+		}
+	}
+}
