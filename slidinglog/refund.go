@@ -61,4 +61,3 @@ func (l *Local) RefundN(ctx context.Context, key string, n int64) (strategy.Resu
 	})
 	return res, nil
 }
-
