@@ -10,7 +10,7 @@ import (
 )
 
 func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Second}, compactlog.New, compactlog.NewLocal)
+	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, compactlog.New, compactlog.NewLocal)
 }
 
 func TestRefundDifferential(t *testing.T) {
@@ -26,3 +26,5 @@ func TestRefundRanges(t *testing.T) {
 	conformance.RefundDifferential(t, compactlog.New, compactlog.NewLocal,
 		strategy.Limit{Limit: 600, Window: time.Second})
 }
+
+func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, compactlog.New) }

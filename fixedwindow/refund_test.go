@@ -10,7 +10,7 @@ import (
 )
 
 func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Second}, fixedwindow.New, fixedwindow.NewLocal)
+	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, fixedwindow.New, fixedwindow.NewLocal)
 }
 
 func TestRefundDifferential(t *testing.T) {
@@ -45,3 +45,5 @@ func TestRefundCurrentWindowOnly(t *testing.T) {
 			}
 		})
 }
+
+func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, fixedwindow.New) }

@@ -31,7 +31,7 @@ func newLocal(lim strategy.Limit, opts ...strategy.Option) (*multilimit.Local, e
 }
 
 func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Second}, newRedis, newLocal)
+	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, newRedis, newLocal)
 }
 
 func TestRefundDifferential(t *testing.T) {
@@ -62,3 +62,5 @@ func TestRefundEachRuleByItsOwn(t *testing.T) {
 			}
 		})
 }
+
+func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, newRedis) }

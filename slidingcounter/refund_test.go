@@ -10,7 +10,7 @@ import (
 )
 
 func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Second}, slidingcounter.New, slidingcounter.NewLocal)
+	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, slidingcounter.New, slidingcounter.NewLocal)
 }
 
 func TestRefundDifferential(t *testing.T) {
@@ -43,3 +43,5 @@ func TestRefundCurrentWindowOnly(t *testing.T) {
 			}
 		})
 }
+
+func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, slidingcounter.New) }

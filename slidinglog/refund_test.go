@@ -10,7 +10,7 @@ import (
 )
 
 func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Second}, slidinglog.New, slidinglog.NewLocal)
+	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, slidinglog.New, slidinglog.NewLocal)
 }
 
 func TestRefundDifferential(t *testing.T) {
@@ -71,3 +71,5 @@ func TestRefundNewestFirst(t *testing.T) {
 		allow(1, false)
 	})
 }
+
+func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, slidinglog.New) }

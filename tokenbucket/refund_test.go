@@ -10,7 +10,7 @@ import (
 )
 
 func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Second}, tokenbucket.New, tokenbucket.NewLocal)
+	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, tokenbucket.New, tokenbucket.NewLocal)
 }
 
 func TestRefundDifferential(t *testing.T) {
@@ -43,3 +43,5 @@ func TestRefundAfterRefill(t *testing.T) {
 			}
 		})
 }
+
+func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, tokenbucket.New) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -231,5 +232,43 @@ func RefundDifferential[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[
 				}
 			})
 		}
+	}
+}
+
+// RefundServerTime checks a refund on the Redis server's TIME (no client
+// clock): on miniredis at a time set with SetTime, and on a real Redis. A
+// subject spends its capacity, gets 3 units back, and Peek agrees.
+func RefundServerTime[R strategy.Strategy](t *testing.T, newRedis NewRedis[R]) {
+	t.Helper()
+	lim := strategy.Limit{Limit: 10, Window: time.Hour}
+	for _, backend := range []string{"miniredis", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			var st strategy.Strategy
+			var err error
+			if backend == "miniredis" {
+				mr, rdb := Miniredis(t)
+				mr.SetTime(Epoch.Add(7 * time.Millisecond))
+				st, err = newRedis(rdb, lim)
+			} else {
+				st, err = newRedis(RealRedis(t), lim, strategy.WithPrefix(testredis.Prefix(t)))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf := asRefunder(t, st)
+			if r := allowN(t, st, "s", 10); !r.Allowed {
+				t.Fatalf("AllowN(10) denied: %+v", r)
+			}
+			got, err := rf.RefundN(ctx, "s", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Remaining != 3 || !got.Allowed {
+				t.Errorf("RefundN(3) = %+v, want Allowed, Remaining 3", got)
+			}
+			if p := peek(t, st, "s"); p.Remaining != got.Remaining {
+				t.Errorf("Peek after RefundN(3) = %+v, want Remaining %d", p, got.Remaining)
+			}
+		})
 	}
 }
