@@ -3,7 +3,6 @@ package propertytests
 import (
 	"fmt"
 	"slices"
-	"testing"
 	"time"
 
 	"github.com/ratekit/ratelimit/strategy"
@@ -81,27 +80,78 @@ var refundProperties = []property{
 	},
 }
 
-func TestRefundProperties(t *testing.T) {
-	settings(t)
-	t.Logf("seed %d (replay with RATELIMIT_PROP_SEED=%d)", propSeed, propSeed)
-	for _, s := range allSubjects() {
-		t.Run(s.name, func(t *testing.T) {
-			for _, b := range allBackends {
-				t.Run(b.name, func(t *testing.T) {
-					var mk envBuilder
-					for _, p := range refundProperties {
-						if !slices.Contains(p.backends, b.name) || (p.applies != nil && !p.applies(s)) {
-							continue
-						}
-						if mk == nil {
-							mk = b.open(t)
-						}
-						t.Run(p.name, func(t *testing.T) { runProperty(t, s, b, mk, p) })
-					}
-				})
-			}
-		})
-	}
+// The refund properties run as TestProperties' own, subtests
+// TestProperties/<strategy>/<backend>/refund_*, and the mutation check
+// runs them with the others; refundMutants join its mutants.
+func init() {
+	properties = append(properties, refundProperties...)
+	mutants = append(mutants, refundMutants...)
+}
+
+// refundMutants are refund bugs, one per refund script at least (but
+// multilimit's, whose strategy the properties do not run: its package tests
+// hold it to its twin and its rules), and the sharded wrapper's.
+var refundMutants = []mutant{
+	{
+		name:     "sliding log refund: whole entries only (the entry where it stops is not shrunk)",
+		file:     "slidinglog/refund.lua",
+		edits:    []edit{{old: `if (e[1] - base) % M > k then`, new: `if false then`}},
+		subjects: "slidinglog", backends: "redis",
+	},
+	{
+		name:     "sliding log twin refund: whole entries only",
+		file:     "internal/unitlog/refund.go",
+		edits:    []edit{{old: `			e.cum -= uint64(left)` + "\n", new: "\t\t\tg.n--\n"}},
+		subjects: "slidinglog", backends: "local",
+	},
+	{
+		name:     "compact log refund: every live unit given back, whatever n",
+		file:     "compactlog/refund.lua",
+		edits:    []edit{{old: `local lo, hi = 0, math.min(ARGV[7] + 0, count)`, new: `local lo, hi = 0, count`}},
+		subjects: "compactlog", backends: "redis",
+	},
+	{
+		name:     "fixed window refund: one unit more than asked (mints a unit)",
+		file:     "fixedwindow/refund.lua",
+		edits:    []edit{{old: `redis.call('INCRBY', KEYS[1], -r)`, new: `redis.call('INCRBY', KEYS[1], -r - 1)`}},
+		subjects: "fixedwindow", backends: "redis",
+	},
+	{
+		name:     "fixed window twin refund: one unit more than asked",
+		file:     "fixedwindow/refund.go",
+		edits:    []edit{{old: `c.count -= min(n, c.count)`, new: `c.count -= min(n+1, c.count)`}},
+		subjects: "fixedwindow", backends: "local",
+	},
+	{
+		name:     "sliding counter refund: no floor at 0 (borrows from the previous window)",
+		file:     "slidingcounter/refund.lua",
+		edits:    []edit{{old: "      r = math.min(r, c)\n", new: "\n"}},
+		subjects: "slidingcounter", backends: "redis",
+	},
+	{
+		name:     "token bucket refund: one token more than asked",
+		file:     "tokenbucket/refund.lua",
+		edits:    []edit{{old: `tokens = tokens + ARGV[6] * wp`, new: `tokens = tokens + (ARGV[6] + 1) * wp`}},
+		subjects: "tokenbucket", backends: "redis",
+	},
+	{
+		name:     "token bucket twin refund: above capacity (no cap at a full bucket)",
+		file:     "tokenbucket/refund.go",
+		edits:    []edit{{old: `b.deficit -= n * l.sc.wp`, new: `b.deficit -= (n + 1) * l.sc.wp`}},
+		subjects: "tokenbucket", backends: "local",
+	},
+	{
+		name:     "gcra refund: one emission interval more than asked",
+		file:     "gcra/refund.lua",
+		edits:    []edit{{old: `ahead = ahead - ARGV[8] * wp`, new: `ahead = ahead - (ARGV[8] + 1) * wp`}},
+		subjects: "gcra", backends: "redis",
+	},
+	{
+		name:     "sharded refund: every shard gives back n (up to n x shards in all)",
+		file:     "sharded/refund.go",
+		edits:    []edit{{old: `left -= g`, new: `_ = g`}},
+		subjects: "sharded-(slidinglog|fixedwindow)", backends: "local",
+	},
 }
 
 // checkRefundExact holds every Result of a serial schedule with refunds to
