@@ -64,3 +64,7 @@ func TestRefundEachRuleByItsOwn(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, newRedis) }
+
+func TestRefundCluster(t *testing.T) {
+	conformance.RefundCluster(t, strategy.Limit{Limit: 6, Window: time.Minute}, newRedis)
+}

@@ -107,3 +107,24 @@ func TestRefundNeedsRefunders(t *testing.T) {
 		t.Errorf("a failed refund changed the state: Peek %+v, was %+v", after, before)
 	}
 }
+
+func TestRefundCluster(t *testing.T) {
+	lim := strategy.Limit{Limit: 9, Window: time.Minute}
+	for _, c := range []struct {
+		name string
+		new  func(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error)
+	}{
+		{"slidinglog", func(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error) {
+			return slidinglog.New(rdb, lim, opts...)
+		}},
+		{"tokenbucket", func(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error) {
+			return tokenbucket.New(rdb, lim, opts...)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conformance.RefundCluster(t, lim, c.new)
+			r, _ := shardedOf(c.new, func(strategy.Limit, ...strategy.Option) (strategy.Strategy, error) { return nil, nil })
+			t.Run("sharded", func(t *testing.T) { conformance.RefundCluster(t, lim, r) })
+		})
+	}
+}

@@ -272,3 +272,40 @@ func RefundServerTime[R strategy.Strategy](t *testing.T, newRedis NewRedis[R]) {
 		})
 	}
 }
+
+// RefundCluster checks refunds on the 3-master Redis Cluster that the test
+// binary shares: for subjects spread over the nodes, a subject spends its
+// capacity one unit at a time, gets 3 units back, and Peek agrees; a
+// refund of everything brings it back to its capacity, no further.
+func RefundCluster[R strategy.Strategy](t *testing.T, lim strategy.Limit, newRedis NewRedis[R]) {
+	t.Helper()
+	clock := NewClock(Epoch.Add(7 * time.Millisecond))
+	st, err := newRedis(testredis.SharedCluster(t).Client(t), lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := asRefunder(t, st)
+	capacity := lim.Capacity()
+	for _, key := range []string{"user:1", "user:2", "user:3", "{x}#1", "tenant:42"} {
+		for got := int64(0); got < capacity; {
+			if r := allowN(t, st, key, 1); r.Allowed {
+				got++
+			} else if peek(t, st, key).Remaining == 0 {
+				t.Fatalf("%q: spent %d of %d units: %+v", key, got, capacity, r)
+			}
+		}
+		got, err := rf.RefundN(ctx, key, 3)
+		if err != nil {
+			t.Fatalf("%q: RefundN(3): %v", key, err)
+		}
+		if got.Remaining != 3 {
+			t.Errorf("%q: RefundN(3) after spending the capacity = %+v, want Remaining 3", key, got)
+		}
+		if p := peek(t, st, key); p != got {
+			t.Errorf("%q: Peek after RefundN(3) = %+v, want %+v", key, p, got)
+		}
+		if got, err = rf.RefundN(ctx, key, strategy.MaxUnits); err != nil || got.Remaining != capacity {
+			t.Errorf("%q: RefundN(MaxUnits) = %+v, %v, want Remaining %d", key, got, err, capacity)
+		}
+	}
+}
