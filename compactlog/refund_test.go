@@ -28,3 +28,5 @@ func TestRefundRanges(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, compactlog.New) }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, compactlog.New) }

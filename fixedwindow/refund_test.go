@@ -47,3 +47,5 @@ func TestRefundCurrentWindowOnly(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, fixedwindow.New) }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, fixedwindow.New) }

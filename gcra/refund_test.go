@@ -45,3 +45,5 @@ func TestRefundAfterRefill(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, gcra.New) }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, gcra.New) }

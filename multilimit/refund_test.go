@@ -68,3 +68,5 @@ func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, newRed
 func TestRefundCluster(t *testing.T) {
 	conformance.RefundCluster(t, strategy.Limit{Limit: 6, Window: time.Minute}, newRedis)
 }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, newRedis) }

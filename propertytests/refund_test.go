@@ -271,13 +271,35 @@ func refundTokenModel(lim strategy.Limit, h []event, now, n int64) strategy.Resu
 // give back, and the most lenient choice for every window after t, so a
 // correct strategy (sharded too) never fails it and a refund that mints
 // units does. Token bucket and GCRA: over every interval [a, b] at most
-// Burst + rate*(b-a) units plus the units refunded in [a, b].
+// Burst + rate*(b-a) units plus the units refunded in [a, b]. After the
+// schedule every subject spends all it can, so that minted units show.
 func checkRefundBound(e *env, c Case, _ func() (*env, error)) string {
 	evs, msg := e.runRefunds(c, nil)
 	if msg != "" {
 		return msg
 	}
 	k, lim := e.sub.kind, e.lim
+	// then every subject spends all it can, one unit at a time, at the
+	// last instant: units a refund minted are spent and show
+	capacity := k.capacity(lim)
+	for subj := range subjects {
+		for range 4*capacity + 4 {
+			ev := e.call(e.hosts[0], len(c.Steps), 0, subj, opAllow, 1)
+			if ev.err != nil {
+				return ev.String()
+			}
+			evs = append(evs, ev)
+			if !ev.res.Allowed {
+				p := e.call(e.hosts[0], len(c.Steps), 0, subj, opPeek, 0)
+				if p.err != nil {
+					return p.String()
+				}
+				if p.res.Remaining == 0 {
+					break
+				}
+			}
+		}
+	}
 	if k == tokenBucket || k == gcraKind {
 		return boundArrivalRefunds(lim, evs)
 	}

@@ -45,3 +45,5 @@ func TestRefundCurrentWindowOnly(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, slidingcounter.New) }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, slidingcounter.New) }

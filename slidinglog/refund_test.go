@@ -73,3 +73,5 @@ func TestRefundNewestFirst(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, slidinglog.New) }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, slidinglog.New) }

@@ -45,3 +45,5 @@ func TestRefundAfterRefill(t *testing.T) {
 }
 
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, tokenbucket.New) }
+
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, tokenbucket.New) }

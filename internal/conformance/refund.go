@@ -309,3 +309,48 @@ func RefundCluster[R strategy.Strategy](t *testing.T, lim strategy.Limit, newRed
 		}
 	}
 }
+
+// BenchRefund measures, on the real Redis the test binary shares, a
+// subject that holds half its capacity: Peek alone, and a request charged
+// then given back (AllowN then RefundN, which leaves the state as it was).
+// A refund is one script call, so the pair should cost about two Peeks:
+// compare the sub-benchmarks' ns/op as a ratio.
+func BenchRefund[R strategy.Strategy](b *testing.B, newRedis NewRedis[R]) {
+	st, err := newRedis(RealRedis(b), strategy.Limit{Limit: 100, Window: time.Hour}, strategy.WithPrefix(testredis.Prefix(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rf, ok := any(st).(strategy.Refunder)
+	if !ok {
+		b.Fatalf("%T does not implement strategy.Refunder", st)
+	}
+	for _, c := range []struct {
+		name string
+		op   func(key string) error
+	}{
+		{"Peek", func(key string) error { _, err := st.Peek(ctx, key); return err }},
+		{"AllowN+RefundN", func(key string) error {
+			if _, err := st.AllowN(ctx, key, 1); err != nil {
+				return err
+			}
+			_, err := rf.RefundN(ctx, key, 1)
+			return err
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			key := "bench:" + c.name
+			if err := st.Reset(ctx, key); err != nil {
+				b.Fatal(err)
+			}
+			if r, err := st.AllowN(ctx, key, 50); err != nil || !r.Allowed {
+				b.Fatalf("AllowN(50) = %+v, %v", r, err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.op(key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
