@@ -1,6 +1,7 @@
 package fixedwindow_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -49,3 +50,6 @@ func TestRefundCurrentWindowOnly(t *testing.T) {
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, fixedwindow.New) }
 
 func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, fixedwindow.New) }
+
+// ctx is the context of the refund tests.
+var ctx = context.Background()

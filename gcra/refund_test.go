@@ -1,6 +1,7 @@
 package gcra_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -47,3 +48,6 @@ func TestRefundAfterRefill(t *testing.T) {
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, gcra.New) }
 
 func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, gcra.New) }
+
+// ctx is the context of the refund tests.
+var ctx = context.Background()

@@ -63,7 +63,7 @@ func (l *Limiter) RefundNEach(ctx context.Context, key string, n int64) (strateg
 		rem, retry, reset := v[1+3*i], v[2+3*i], v[3+3*i]
 		each[i] = redisx.ResultOf(retry == 0, r.limit, rem, retry, reset)
 	}
-	return Combine(v[0] == 1, each), each, nil
+	return combine(v[0] == 1, each), each, nil
 }
 
 // RefundN gives back up to n units under every rule, as Limiter.RefundN
@@ -139,5 +139,5 @@ func (l *Local) RefundNEach(ctx context.Context, key string, n int64) (strategy.
 		}
 		return expires
 	})
-	return Combine(allowed, each), each, nil
+	return combine(allowed, each), each, nil
 }

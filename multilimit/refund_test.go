@@ -17,8 +17,8 @@ import (
 // the subject's until the fixed window fills.
 func rulesOf(lim strategy.Limit) []multilimit.Rule {
 	return []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: lim},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 2 * lim.Limit, Window: 3 * lim.Window}},
+		{Algorithm: strategy.SlidingLog, Limit: lim},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: 2 * lim.Limit, Window: 3 * lim.Window}},
 	}
 }
 

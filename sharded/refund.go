@@ -57,7 +57,6 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 	order := make([]int, len(l.st))
 	for i := range order {
 		order[i] = i
-		l.learn(i, res[i].Limit)
 	}
 	spent := func(i int) int64 { return max(res[i].Limit-res[i].Remaining, 0) }
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spent(b), spent(a)) })

@@ -1,6 +1,7 @@
 package slidingcounter_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -47,3 +48,6 @@ func TestRefundCurrentWindowOnly(t *testing.T) {
 func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, slidingcounter.New) }
 
 func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, slidingcounter.New) }
+
+// ctx is the context of the refund tests.
+var ctx = context.Background()

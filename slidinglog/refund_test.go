@@ -23,7 +23,7 @@ func TestRefundDifferential(t *testing.T) {
 // TestRefundNewestFirst: a refund takes the newest entries whole, then
 // part of the entry where it stops; RetryAfter and ResetAfter stay exact.
 func TestRefundNewestFirst(t *testing.T) {
-	backends(t, strategy.Limit{Limit: 5, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
+	conformance.OnBackends(t, strategy.Limit{Limit: 5, Window: time.Second}, slidinglog.New, slidinglog.NewLocal, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
 		rf := st.(strategy.Refunder)
 		allow := func(n int64, want bool) strategy.Result {
 			t.Helper()
