@@ -459,3 +459,57 @@ func TestCandidatePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundThroughTheFacade checks Limiter.RefundN on Redis and in
+// process: units come back, a cached denial is forgotten, and a strategy
+// that cannot refund says so.
+func TestRefundThroughTheFacade(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := conformance.Miniredis(t)
+	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 3, Window: time.Minute}
+	for _, backend := range []string{"redis", "local"} {
+		t.Run(backend, func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch)
+			rec := &decisionLog{}
+			opts := []ratelimit.Option{ratelimit.WithClock(clock), ratelimit.WithObserver(rec)}
+			var l *ratelimit.Limiter
+			var err error
+			if backend == "redis" {
+				l, err = ratelimit.New(rdb, cfg, append(opts, ratelimit.WithDenyCache(10))...)
+			} else {
+				l, err = ratelimit.NewLocal(cfg, opts...)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := "refund:" + backend
+			for range 4 { // the 4th is denied (and cached on Redis)
+				l.Allow(ctx, key)
+			}
+			r, err := l.RefundN(ctx, key, 2)
+			if err != nil || r.Remaining != 2 {
+				t.Fatalf("RefundN(2) = %+v, %v; want Remaining 2", r, err)
+			}
+			if d := rec.last(t); d.Op != "refund" || d.N != 2 {
+				t.Errorf("Decision = %+v, want a refund of 2", d)
+			}
+			if r, _ := l.Allow(ctx, key); !r.Allowed {
+				t.Errorf("Allow after the refund = %+v, want allowed (a cached denial must be forgotten)", r)
+			}
+			if r, err := l.RefundN(ctx, key, 100); err != nil || r.Remaining != 3 {
+				t.Errorf("RefundN(100) = %+v, %v; want Remaining 3: never above the capacity", r, err)
+			}
+			if _, err := l.RefundN(ctx, "", 1); !errors.Is(err, strategy.ErrInvalidKey) {
+				t.Errorf("RefundN with an empty key: err = %v, want ErrInvalidKey", err)
+			}
+		})
+	}
+	u := newUserStrategy(t, strategy.PerMinute(3), conformance.NewClock(conformance.Epoch))
+	l, err := ratelimit.Wrap(u, ratelimit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RefundN(ctx, "k", 1); !errors.Is(err, strategy.ErrInvalidOption) || strings.Count(err.Error(), "ratelimit:") != 1 {
+		t.Errorf("RefundN on a strategy that cannot refund: err = %v, want one ErrInvalidOption", err)
+	}
+}

@@ -98,25 +98,31 @@ func (g *Guard) Call(ctx context.Context, st strategy.Strategy, c Call) (strateg
 	}
 	if g.inline {
 		r, err := Do(ctx2, st, c)
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return strategy.Result{}, g.timedOut()
-		}
-		return r, err
+		return g.reply(ctx, r, err)
 	}
 	j := g.pool.start(ctx2, st, c)
 	select {
 	case rep := <-j.out:
-		return rep.r, rep.err
+		return g.reply(ctx, rep.r, rep.err)
 	case <-ctx2.Done():
 		if !j.abandon() { // the reply came as the deadline passed
 			rep := <-j.out
-			return rep.r, rep.err
+			return g.reply(ctx, rep.r, rep.err)
 		}
 		if err := ctx.Err(); err != nil {
 			return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 		}
 		return strategy.Result{}, g.timedOut()
 	}
+}
+
+// reply returns a call's reply, its error said to be the timeout's when
+// the guard's deadline (not the caller's ctx) ended it.
+func (g *Guard) reply(ctx context.Context, r strategy.Result, err error) (strategy.Result, error) {
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return strategy.Result{}, g.timedOut()
+	}
+	return r, err
 }
 
 // timedOut is the error of a call that got no reply within the timeout:
