@@ -50,11 +50,16 @@ func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 // AllowN records n units for key if the estimated units in the sliding
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	limit, w := l.t.Lim.Limit, l.windowMs
+	w := l.windowMs
 	idx := exact.FloorDiv(now, w)
 	elapsed := now - idx*w
 	var res strategy.Result
