@@ -27,6 +27,9 @@ var (
 // Unix epoch. The zero tat has long passed.
 type tat struct {
 	ms, frac int64
+	// lp, wp: the scale of frac when the last write was under a per-call
+	// limit other than the strategy's (see AllowNWith); 0 otherwise
+	lp, wp int64
 }
 
 // NewLocal returns the in-process twin of New. Of the options, only
@@ -76,6 +79,11 @@ func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
 			ahead = min(d*s.lp+v.frac, s.full)
 		}
 	}
+	return s.decideAhead(v, ahead, now, n)
+}
+
+// decideAhead is decide once v's distance after now, in 1/lp ms, is known.
+func (s scale) decideAhead(v *tat, ahead, now, n int64) (strategy.Result, int64) {
 	want := max(n, 1)
 	remaining := (s.full - ahead) / s.wp
 	reset := ceilDiv(ahead, s.lp)
@@ -90,7 +98,7 @@ func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
 		return redisx.ResultOf(true, s.capacity, remaining, 0, reset), now + reset
 	}
 	ms, frac := after/s.lp, after%s.lp
-	v.ms, v.frac = now+ms, frac
+	v.ms, v.frac, v.lp, v.wp = now+ms, frac, 0, 0
 	reset = ms
 	if frac > 0 {
 		reset++

@@ -27,6 +27,10 @@ var (
 type bucket struct {
 	deficit int64 // full - tokens, in scaled units
 	last    int64 // the last refill, Unix ms; meaningless when deficit is 0
+	// lp, wp: the scale of deficit and the rate of refill since last when
+	// the last write was under a per-call limit other than the strategy's
+	// (see AllowNWith); 0 otherwise
+	lp, wp int64
 }
 
 // NewLocal returns the in-process twin of New. Of the options, only
