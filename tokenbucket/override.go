@@ -150,4 +150,3 @@ func (l *Local) decideWith(b *bucket, s scale, own bool, windowMs, now, n int64)
 	*b = c
 	return res, expires
 }
-

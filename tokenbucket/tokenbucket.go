@@ -27,7 +27,7 @@ type Limiter struct {
 	sc scale
 	// the constant script arguments, boxed once
 	lp, wp, capacity any
-	window             any
+	window           any
 	// per-call limits (AllowNWith): their scale and arguments, boxed once
 	overrides redisx.Cache[args]
 }
