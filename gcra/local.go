@@ -52,20 +52,7 @@ func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 // AllowN lets key spend n units if its theoretical arrival time, moved by n
 // emission intervals, stays within the capacity of now.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	sk, now, err := l.t.Start(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if l.sc.denyAll() {
-		return redisx.DenyAll(ctx)
-	}
-	var res strategy.Result
-	l.t.Store.Do(sk, now, func(v *tat) int64 {
-		var expires int64
-		res, expires = l.sc.decide(v, now, n)
-		return expires
-	})
-	return res, nil
+	return l.allowN(ctx, key, n, l.sc)
 }
 
 // decide is the script's decision, on v at now, for n units (0: peek). It

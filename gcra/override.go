@@ -81,6 +81,11 @@ func (l *Local) AllowNWith(ctx context.Context, key string, n int64, lim strateg
 	if err != nil {
 		return strategy.Result{}, err
 	}
+	return l.allowN(ctx, key, n, s)
+}
+
+// allowN is AllowN under the scale s of a per-call limit.
+func (l *Local) allowN(ctx context.Context, key string, n int64, s scale) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err

@@ -71,6 +71,7 @@ func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strateg
 		case idx - 1:
 			prev = s.curr
 		}
+		rawPrev := prev // kept as it is: a later call may have a higher limit
 		curr, prev = min(curr, limit), min(prev, limit)
 		used := curr + (prev*(w-elapsed)+w-1)/w
 		var reset int64
@@ -87,7 +88,7 @@ func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strateg
 		case used+want <= limit && n == 0:
 			res = redisx.ResultOf(true, limit, limit-used, 0, reset)
 		case used+want <= limit:
-			*s = counts{idx: idx, curr: curr + n, prev: prev}
+			*s = counts{idx: idx, curr: curr + n, prev: rawPrev}
 			res = redisx.ResultOf(true, limit, limit-used-n, 0, 2*w-elapsed)
 		default:
 			var retry int64

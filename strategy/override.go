@@ -36,9 +36,10 @@ import (
 //   - sliding counter: the counts stay; its estimate weighs each window's
 //     count capped at the call's limit, as it does for a lowered Limit.
 //   - token bucket and GCRA: the units used (capacity - tokens, or
-//     (TAT - now)/T) carry over, counted in units of the limit: after a
-//     change of capacity the subject holds max(capacity' - used, 0), and
-//     time since the last decision refills at the rate that applied to it.
+//     (TAT - now)/T) carry over, counted in units of the limit and rounded
+//     up to the call's scaled unit: the subject holds max(capacity' -
+//     used, 0), and the time since its last recorded request refills at
+//     that request's rate.
 type LimitOverrider interface {
 	// AllowNWith is AllowN deciding with lim instead of the strategy's
 	// Limit.

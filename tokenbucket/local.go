@@ -52,20 +52,7 @@ func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
 // AllowN takes n tokens from key's bucket if it holds at least n.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	sk, now, err := l.t.Start(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if l.sc.denyAll() {
-		return redisx.DenyAll(ctx)
-	}
-	var res strategy.Result
-	l.t.Store.Do(sk, now, func(b *bucket) int64 {
-		var expires int64
-		res, expires = l.sc.decide(b, now, n)
-		return expires
-	})
-	return res, nil
+	return l.allowN(ctx, key, n, l.sc)
 }
 
 // decide is the script's decision, on b at now, for n units (0: peek). It
