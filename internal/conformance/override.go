@@ -1,0 +1,104 @@
+package conformance
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Overrides checks a strategy's per-call limits (strategy.LimitOverrider)
+// on every backend of BackendNames: bad per-call limits are refused with
+// one clear error and touch nothing, Result.Limit is the call's capacity,
+// an upgrade gives the new headroom at once and a downgrade below what a
+// subject used denies it until its usage has left the window.
+func Overrides[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	t.Helper()
+	free := strategy.PerMinute(5)
+	pro := strategy.PerMinute(20)
+	for _, name := range BackendNames() {
+		t.Run(name, func(t *testing.T) {
+			build := func(t *testing.T) (strategy.LimitOverrider, strategy.Strategy, *Clock) {
+				t.Helper()
+				clock := NewClock(Epoch)
+				st := Backend(t, name, free, clock, newRedis, newLocal)
+				o, ok := st.(strategy.LimitOverrider)
+				if !ok {
+					t.Fatalf("%T does not implement strategy.LimitOverrider", st)
+				}
+				return o, st, clock
+			}
+			t.Run("invalid", func(t *testing.T) {
+				o, st, _ := build(t)
+				for _, c := range []struct {
+					name  string
+					lim   strategy.Limit
+					field string
+				}{
+					{"another window", strategy.PerSecond(5), "Window"},
+					{"negative limit", strategy.Limit{Limit: -1, Window: time.Minute}, "Limit"},
+					{"negative burst", strategy.Limit{Limit: 5, Window: time.Minute, Burst: -1}, "Burst"},
+					{"zero window", strategy.Limit{Limit: 5}, "Window"},
+				} {
+					for _, peek := range []bool{false, true} {
+						var err error
+						if peek {
+							_, err = o.PeekWith(ctx, "user:1", c.lim)
+						} else {
+							_, err = o.AllowNWith(ctx, "user:1", 1, c.lim)
+						}
+						switch {
+						case !errors.Is(err, strategy.ErrInvalidLimit):
+							t.Errorf("%s (peek %v): err = %v, want ErrInvalidLimit", c.name, peek, err)
+						case !strings.Contains(err.Error(), c.field):
+							t.Errorf("%s (peek %v): %q does not name %s", c.name, peek, err, c.field)
+						case strings.Count(err.Error(), "ratelimit: ") != 1:
+							t.Errorf("%s (peek %v): %q: want exactly one package prefix", c.name, peek, err)
+						}
+					}
+				}
+				if r := peek(t, st, "user:1"); r.Remaining != 5 {
+					t.Errorf("after refused calls: Remaining %d, want 5 (nothing recorded)", r.Remaining)
+				}
+			})
+			t.Run("upgrade", func(t *testing.T) {
+				o, st, _ := build(t)
+				if r := allowN(t, st, "user:1", 5); !r.Allowed {
+					t.Fatalf("5 of free's 5: %+v", r)
+				}
+				r, err := o.AllowNWith(ctx, "user:1", 15, pro)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !r.Allowed || r.Remaining != 0 || r.Limit != 20 {
+					t.Errorf("15 more under pro after 5 under free: %+v, want allowed, Remaining 0, Limit 20", r)
+				}
+				if r, _ := o.PeekWith(ctx, "user:1", pro); r.Allowed || r.Remaining != 0 {
+					t.Errorf("PeekWith(pro) after 20 used: %+v, want denied, Remaining 0", r)
+				}
+				if r := allowN(t, st, "user:1", 1); r.Allowed || r.Remaining != 0 || r.Limit != 5 {
+					t.Errorf("the strategy's own call after 20 used: %+v, want denied, Remaining 0, Limit 5", r)
+				}
+			})
+			t.Run("downgrade", func(t *testing.T) {
+				o, st, clock := build(t)
+				if r, err := o.AllowNWith(ctx, "user:1", 10, pro); err != nil || !r.Allowed || r.Remaining != 10 {
+					t.Fatalf("10 of pro's 20: %+v, %v", r, err)
+				}
+				if r := peek(t, st, "user:1"); r.Allowed || r.Remaining != 0 || r.Limit != 5 {
+					t.Errorf("free after 10 used: %+v, want denied, Remaining 0, Limit 5", r)
+				}
+				clock.Advance(10 * time.Second)
+				if r := allowN(t, st, "user:1", 1); r.Allowed {
+					t.Errorf("free a sixth of a window after 10 used: %+v, want denied", r)
+				}
+				clock.Advance(2 * time.Minute)
+				if r := allowN(t, st, "user:1", 5); !r.Allowed {
+					t.Errorf("free once the usage left the window: %+v, want allowed", r)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,12 @@
+package slidingcounter_test
+
+import (
+	"testing"
+
+	"github.com/ratekit/ratelimit/slidingcounter"
+	"github.com/ratekit/ratelimit/internal/conformance"
+)
+
+func TestOverrides(t *testing.T) {
+	conformance.Overrides(t, slidingcounter.New, slidingcounter.NewLocal)
+}
