@@ -3,8 +3,8 @@ package slidingcounter_test
 import (
 	"testing"
 
-	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/slidingcounter"
 )
 
 func TestOverrides(t *testing.T) {

@@ -3,8 +3,8 @@ package slidinglog_test
 import (
 	"testing"
 
-	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/slidinglog"
 )
 
 func TestOverrides(t *testing.T) {

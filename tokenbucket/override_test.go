@@ -3,8 +3,8 @@ package tokenbucket_test
 import (
 	"testing"
 
-	"github.com/ratekit/ratelimit/tokenbucket"
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
 func TestOverrides(t *testing.T) {

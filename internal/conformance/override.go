@@ -1,10 +1,13 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -101,4 +104,53 @@ func Overrides[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLo
 			})
 		})
 	}
+}
+
+// OverrideAllocs checks that AllowNWith and PeekWith under the per-call
+// limit lim allocate no more than AllowN and Peek under base, on a warm
+// subject: the Redis strategy's own allocations (over a client that
+// answers every script at once, so that neither the network nor a server
+// in the test process counts) and the local twin's (none). Call it from a
+// test built without the race detector, whose instrumentation allocates.
+func OverrideAllocs[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L], base, lim strategy.Limit) {
+	t.Helper()
+	for _, name := range []string{"redis client", "local"} {
+		t.Run(name, func(t *testing.T) {
+			clock := NewClock(Epoch)
+			var st strategy.Strategy
+			var err error
+			if name == "local" {
+				st, err = newLocal(base, strategy.WithClock(clock))
+			} else {
+				st, err = newRedis(answering{}, base, strategy.WithClock(clock))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := st.(strategy.LimitOverrider)
+			allowN(t, st, "warm", 1)
+			if _, err := o.AllowNWith(ctx, "warm", 1, lim); err != nil {
+				t.Fatal(err)
+			}
+			own := testing.AllocsPerRun(500, func() { st.AllowN(ctx, "warm", 1); st.Peek(ctx, "warm") })
+			with := testing.AllocsPerRun(500, func() { o.AllowNWith(ctx, "warm", 1, lim); o.PeekWith(ctx, "warm", lim) })
+			t.Logf("AllowN+Peek: %v allocations; AllowNWith+PeekWith: %v", own, with)
+			if with > own {
+				t.Errorf("AllowNWith+PeekWith: %v allocations, AllowN+Peek: %v; want no more", with, own)
+			}
+			if name == "local" && with != 0 {
+				t.Errorf("local AllowNWith+PeekWith on a warm subject: %v allocations, want 0", with)
+			}
+		})
+	}
+}
+
+// answering is a redis.Scripter that answers every script with an allowed
+// decision (the one-integer reply) without sending anything.
+type answering struct{ redis.Scripter }
+
+func (answering) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetVal(int64(1))
+	return cmd
 }
