@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -153,4 +154,40 @@ func (answering) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *r
 	cmd := redis.NewCmd(ctx)
 	cmd.SetVal(int64(1))
 	return cmd
+}
+
+// BenchOverride measures AllowN under base against AllowNWith under lim on
+// a warm subject, on the local twin and on a real Redis, serially; run with
+// -benchmem to compare allocations.
+func BenchOverride[R, L strategy.Strategy](b *testing.B, newRedis NewRedis[R], newLocal NewLocal[L], base, lim strategy.Limit) {
+	for _, backend := range []string{"local", "redis"} {
+		var st strategy.Strategy
+		var err error
+		if backend == "local" {
+			st, err = newLocal(base)
+		} else {
+			st, err = newRedis(RealRedis(b), base, strategy.WithPrefix(testredis.Prefix(b)))
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		o := st.(strategy.LimitOverrider)
+		calls := []struct {
+			name string
+			f    func() (strategy.Result, error)
+		}{
+			{"AllowN", func() (strategy.Result, error) { return st.AllowN(ctx, "warm", 1) }},
+			{"AllowNWith", func() (strategy.Result, error) { return o.AllowNWith(ctx, "warm", 1, lim) }},
+		}
+		for _, c := range calls {
+			b.Run(backend+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.f(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
