@@ -297,3 +297,48 @@ func inRange(v, n int64) int64 {
 	}
 	return v % n
 }
+
+// The bugs of per-call limits that the tiers property must catch: an
+// override ignored, usage forgotten on a change of limit, usage read in the
+// wrong scale, usage above a lower limit forgotten. They join the mutation
+// check (TestMutants) here rather than in mutation_test.go's table.
+func init() {
+	mutants = append(mutants,
+		mutant{
+			name:     "token bucket: a per-call limit ignored on Redis",
+			file:     "tokenbucket/override.go",
+			edits:    []edit{{old: `a.lp, a.wp, a.capacity, n, l.b.Now(), l.lp`, new: `l.lp, l.wp, l.capacity, n, l.b.Now(), l.lp`}},
+			subjects: "tokenbucket", backends: "miniredis",
+		},
+		mutant{
+			name:     "token bucket script: the bucket refilled on a change of limit",
+			file:     "tokenbucket/tokenbucket.lua",
+			edits:    []edit{{old: `tokens = full - math.min(math.ceil(d * (window / owp) / (window / wp)), full)`, new: `tokens = full -- MUTANT`}},
+			subjects: "tokenbucket", backends: "redis",
+		},
+		mutant{
+			name:     "GCRA script: TAT read as if written under the call's limit",
+			file:     "gcra/gcra.lua",
+			edits:    []edit{{old: `ahead = math.ceil(ahead * (window / owp) / (window / wp))`, new: `ahead = ahead -- MUTANT`}},
+			subjects: "gcra", backends: "miniredis",
+		},
+		mutant{
+			name:     "GCRA twin: the stored scale ignored",
+			file:     "gcra/override.go",
+			edits:    []edit{{old: `olp, owp := v.lp, v.wp`, new: `olp, owp := int64(0), int64(0) // MUTANT`}},
+			subjects: "gcra", backends: "local",
+		},
+		mutant{
+			name:     "sliding counter script: the previous window stored capped at the call's limit",
+			file:     "slidingcounter/slidingcounter.lua",
+			edits:    []edit{{old: `(tag * 1048576 + rawprev) * 1048576`, new: `(tag * 1048576 + prev) * 1048576`}},
+			subjects: "slidingcounter", backends: "miniredis",
+		},
+		mutant{
+			name:     "fixed window twin: a per-call limit ignored",
+			file:     "fixedwindow/override.go",
+			edits:    []edit{{old: `return l.allowN(ctx, key, n, lim.Limit)`, new: `return l.allowN(ctx, key, n, l.t.Lim.Limit) // MUTANT`}},
+			subjects: "fixedwindow", backends: "local",
+		},
+	)
+}
