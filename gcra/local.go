@@ -12,8 +12,8 @@ import (
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only. It is safe for concurrent use. A
 // subject costs a small fixed amount (four int64, two of them for per-call
-// limits, and the map entry) and is
-// dropped once its theoretical arrival time has passed.
+// limits, and the map entry) and is dropped once its theoretical arrival
+// time has passed.
 type Local struct {
 	t  localstore.Twin[tat]
 	sc scale
