@@ -80,7 +80,9 @@ func (c TierCase) String() string {
 const tiers = 3
 
 func genTierCase(windows int) gopter.Gen {
-	limit := gen.Frequency(map[int]gopter.Gen{1: gen.Const(int64(0)), 9: gen.Int64Range(1, 24)})
+	// tier 1 low, tier 2 high, so that changes cross what a subject used
+	low := gen.Frequency(map[int]gopter.Gen{1: gen.Const(int64(0)), 6: gen.Int64Range(1, 6)})
+	high := gen.Int64Range(8, 24)
 	burst := gen.OneGenOf(gen.Const(int64(0)), gen.Int64Range(1, 30))
 	step := gen.Struct(reflect.TypeOf(TierStep{}), map[string]gopter.Gen{
 		"Wait": gen.Frequency(map[int]gopter.Gen{4: gen.Const(0), 5: gen.IntRange(1, 150), 2: gen.IntRange(150, 1100)}),
@@ -91,9 +93,13 @@ func genTierCase(windows int) gopter.Gen {
 	return gen.Struct(reflect.TypeOf(TierCase{}), map[string]gopter.Gen{
 		"Window": gen.IntRange(0, windows-1),
 		"Phase":  gen.IntRange(0, 999),
-		"Limits": gen.SliceOfN(tiers, limit).SuchThat(func(ls []int64) bool { return ls[0] > 0 }),
+		"Limits": gopter.CombineGens(gen.Int64Range(1, 16), low, high).Map(func(v []any) []int64 {
+			return []int64{v[0].(int64), v[1].(int64), v[2].(int64)}
+		}),
 		"Bursts": gen.SliceOfN(tiers, burst),
-		"Steps":  gen.SliceOf(step),
+		"Steps": gen.IntRange(8, 40).FlatMap(func(n any) gopter.Gen {
+			return gen.SliceOfN(n.(int), step)
+		}, reflect.TypeOf([]TierStep{})),
 	})
 }
 
