@@ -97,7 +97,7 @@ func genTierCase(windows int) gopter.Gen {
 			return []int64{v[0].(int64), v[1].(int64), v[2].(int64)}
 		}),
 		"Bursts": gen.SliceOfN(tiers, burst),
-		"Steps": gen.IntRange(8, 40).FlatMap(func(n any) gopter.Gen {
+		"Steps": gen.IntRange(30, 80).FlatMap(func(n any) gopter.Gen {
 			return gen.SliceOfN(n.(int), step)
 		}, reflect.TypeOf([]TierStep{})),
 	})
@@ -335,9 +335,15 @@ func init() {
 			subjects: "gcra", backends: "local",
 		},
 		mutant{
+			name:     "sliding counter twin: the previous window stored capped at the call's limit",
+			file:     "slidingcounter/local.go",
+			edits:    []edit{{old: `curr: curr + n, prev: rawPrev}`, new: `curr: curr + n, prev: min(rawPrev, limit)} // MUTANT`}},
+			subjects: "slidingcounter", backends: "local",
+		},
+		mutant{
 			name:     "sliding counter script: the previous window stored capped at the call's limit",
 			file:     "slidingcounter/slidingcounter.lua",
-			edits:    []edit{{old: `(tag * 1048576 + rawprev) * 1048576`, new: `(tag * 1048576 + prev) * 1048576`}},
+			edits:    []edit{{old: `(tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)`, new: `(tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)`}},
 			subjects: "slidingcounter", backends: "miniredis",
 		},
 		mutant{
