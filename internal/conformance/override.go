@@ -14,7 +14,8 @@ import (
 )
 
 // Overrides checks a strategy's per-call limits (strategy.LimitOverrider)
-// on every backend of BackendNames: bad per-call limits are refused with
+// on every backend of BackendNames and on the 3-master Redis Cluster: bad
+// per-call limits are refused with
 // one clear error and touch nothing, Result.Limit is the call's capacity,
 // an upgrade gives the new headroom at once and a downgrade below what a
 // subject used denies it until its usage has left the window.
@@ -22,12 +23,22 @@ func Overrides[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLo
 	t.Helper()
 	free := strategy.PerMinute(5)
 	pro := strategy.PerMinute(20)
-	for _, name := range BackendNames() {
+	for _, name := range append(BackendNames(), "cluster") {
 		t.Run(name, func(t *testing.T) {
 			build := func(t *testing.T) (strategy.LimitOverrider, strategy.Strategy, *Clock) {
 				t.Helper()
 				clock := NewClock(Epoch)
-				st := Backend(t, name, free, clock, newRedis, newLocal)
+				var st strategy.Strategy
+				if name == "cluster" {
+					c, err := newRedis(testredis.SharedCluster(t).Client(t), free,
+						strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					st = c
+				} else {
+					st = Backend(t, name, free, clock, newRedis, newLocal)
+				}
 				o, ok := st.(strategy.LimitOverrider)
 				if !ok {
 					t.Fatalf("%T does not implement strategy.LimitOverrider", st)
