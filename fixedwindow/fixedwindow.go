@@ -28,6 +28,8 @@ type Limiter struct {
 	b redisx.Base
 	// the script's constant arguments, boxed once rather than per call
 	limitArg, windowArg any
+	// per-call limits (AllowNWith): the limit argument, boxed once
+	overrides redisx.Cache[any]
 }
 
 var (

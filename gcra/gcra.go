@@ -33,6 +33,9 @@ type Limiter struct {
 	sc scale
 	// the constant script arguments, boxed once
 	lp, wp, capacity, digits, format any
+	window                           any
+	// per-call limits (AllowNWith): their scale and arguments, boxed once
+	overrides redisx.Cache[args]
 }
 
 var (
@@ -63,7 +66,8 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 		format = "%d%0" + strconv.Itoa(digits) + "d"
 	}
 	return &Limiter{b: b, sc: sc,
-		lp: sc.lp, wp: sc.wp, capacity: sc.capacity, digits: digits, format: format}, nil
+		lp: sc.lp, wp: sc.wp, capacity: sc.capacity, digits: digits, format: format,
+		window: lim.Window.Milliseconds()}, nil
 }
 
 // Limit returns the limit the strategy enforces.
@@ -88,7 +92,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		return redisx.DenyAll(ctx)
 	}
 	return redisx.Decision(ctx, l.b.RDB, script, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, n, l.b.Now(), l.digits, l.format)
+		l.lp, l.wp, l.capacity, n, l.b.Now(), l.digits, l.format, l.lp, l.wp, l.window)
 }
 
 // Peek reports key's state now without recording anything or writing to

@@ -63,4 +63,10 @@
 // Redis 4 or later (HSET with several fields), Redis Cluster included.
 //
 // NewLocal is the in-process twin: the same decisions for the same clock.
+//
+// # Per-subject limits
+//
+// The rules do not implement strategy.LimitOverrider: one call checks
+// every rule of the set, and a per-call limit would need one per rule.
+// Build one set per tier instead.
 package multilimit

@@ -142,7 +142,7 @@ local k = count + want - limit`,
 	{
 		name:     "token bucket: refill truncated to whole tokens",
 		file:     "tokenbucket/tokenbucket.lua",
-		edits:    []edit{{old: `tokens = tokens + (now - last) * lp`, new: `tokens = tokens + math.floor((now - last) * lp / wp) * wp`}},
+		edits:    []edit{{old: `tokens = tokens + (now - last) * olp`, new: `tokens = tokens + math.floor((now - last) * olp / owp) * owp`}},
 		subjects: "tokenbucket", backends: "redis",
 	},
 	{
@@ -254,7 +254,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	{
 		name:     "sliding counter: expiry dropped",
 		file:     "slidingcounter/slidingcounter.lua",
-		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n)`}},
+		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n)`}},
 		subjects: "slidingcounter", backends: "redis",
 	},
 	{

@@ -74,4 +74,12 @@
 // enough.
 //
 // A Limiter is safe for concurrent use.
+//
+// # Per-subject limits
+//
+// Sharded does not implement strategy.LimitOverrider: a per-call limit
+// would have to be split among the shards on every call, with shard
+// counts that depend on the limit (see Count), so that a subject's shards
+// would change with its tier. Give a hot subject whose limit depends on a
+// tier a sharded strategy per tier instead.
 package sharded

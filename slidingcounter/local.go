@@ -58,11 +58,16 @@ func (*Local) HonoursContext() bool { return true }
 // AllowN records n units for key if the estimated units in the sliding
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	limit, w := l.t.Lim.Limit, l.windowMs
+	w := l.windowMs
 	idx := exact.FloorDiv(now, w)
 	elapsed := now - idx*w
 	var res strategy.Result
@@ -74,6 +79,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		case idx - 1:
 			prev = s.curr
 		}
+		rawPrev := prev // kept as it is: a later call may have a higher limit
 		curr, prev = min(curr, limit), min(prev, limit)
 		used := curr + (prev*(w-elapsed)+w-1)/w
 		var reset int64
@@ -90,7 +96,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		case used+want <= limit && n == 0:
 			res = redisx.ResultOf(true, limit, limit-used, 0, reset)
 		case used+want <= limit:
-			*s = counts{idx: idx, curr: curr + n, prev: prev}
+			*s = counts{idx: idx, curr: curr + n, prev: rawPrev}
 			res = redisx.ResultOf(true, limit, limit-used-n, 0, 2*w-elapsed)
 		default:
 			var retry int64

@@ -51,13 +51,18 @@ func (*Local) HonoursContext() bool { return true }
 // AllowN records n units for key if the units in the window plus n do not
 // exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(g *unitlog.Log) int64 {
-		res = decide(g, l.t.Lim.Limit, l.windowMs, now, n)
+		res = decide(g, limit, l.windowMs, now, n)
 		if t, ok := g.Newest(); ok {
 			return t + l.windowMs
 		}

@@ -30,6 +30,9 @@ type Limiter struct {
 	sc scale
 	// the constant script arguments, boxed once
 	lp, wp, capacity any
+	window           any
+	// per-call limits (AllowNWith): their scale and arguments, boxed once
+	overrides redisx.Cache[args]
 }
 
 var (
@@ -53,7 +56,8 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{b: b, sc: sc, lp: sc.lp, wp: sc.wp, capacity: sc.capacity}, nil
+	return &Limiter{b: b, sc: sc, lp: sc.lp, wp: sc.wp, capacity: sc.capacity,
+		window: lim.Window.Milliseconds()}, nil
 }
 
 // Limit returns the limit the strategy enforces.
@@ -78,7 +82,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		return redisx.DenyAll(ctx)
 	}
 	return redisx.Decision(ctx, l.b.RDB, script, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, n, l.b.Now())
+		l.lp, l.wp, l.capacity, n, l.b.Now(), l.lp, l.wp, l.capacity, l.window)
 }
 
 // Peek reports key's bucket now without taking anything or writing to Redis.
