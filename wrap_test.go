@@ -513,3 +513,68 @@ func TestRefundThroughTheFacade(t *testing.T) {
 		t.Errorf("RefundN on a strategy that cannot refund: err = %v, want one ErrInvalidOption", err)
 	}
 }
+
+// TestTiersThroughTheFacade checks Limiter.Tier on Redis (with the denial
+// cache) and in process, with and without a candidate: each tier decides
+// under its limit, a subject's usage carries from one tier to another, and
+// an unknown tier is the policy's own limit.
+func TestTiersThroughTheFacade(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := conformance.Miniredis(t)
+	base := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
+		Tiers: map[string]ratelimit.Limit{"pro": {Limit: 5}}}
+	withCandidate := base
+	withCandidate.Candidate = &ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Minute}
+	for _, c := range []struct {
+		name string
+		cfg  ratelimit.Config
+	}{{"plain", base}, {"candidate", withCandidate}} {
+		for _, backend := range []string{"redis", "local"} {
+			t.Run(c.name+"/"+backend, func(t *testing.T) {
+				clock := conformance.NewClock(conformance.Epoch)
+				cfg := c.cfg
+				cfg.Prefix = "tiers:" + c.name + ":"
+				var l *ratelimit.Limiter
+				var err error
+				if backend == "redis" {
+					l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock), ratelimit.WithDenyCache(10))
+				} else {
+					l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := l.Tiers(); !reflect.DeepEqual(got, []string{"pro"}) {
+					t.Errorf("Tiers() = %v, want [pro]", got)
+				}
+				for i, w := range []bool{true, true, false} { // free: 2
+					if r, _ := l.Tier("free").Allow(ctx, "u"); r.Allowed != w || r.Limit != 2 {
+						t.Fatalf("free Allow %d = %+v, want allowed %v, Limit 2 (an unknown tier is the policy's)", i, r, w)
+					}
+				}
+				pro := l.Tier("pro")
+				if got := pro.Config(); got.Limit != 5 || got.Window != time.Minute {
+					t.Errorf("pro Config() = %+v, want Limit 5", got)
+				}
+				for i, w := range []bool{true, true, true, false} { // upgraded: 5, 2 used
+					if r, _ := pro.Allow(ctx, "u"); r.Allowed != w || r.Limit != 5 {
+						t.Fatalf("pro Allow %d = %+v, want allowed %v, Limit 5", i, r, w)
+					}
+				}
+				if r, _ := l.Allow(ctx, "u"); r.Allowed { // back to 2, 5 used
+					t.Errorf("Allow under the policy's limit after the upgrade = %+v, want denied", r)
+				}
+			})
+		}
+	}
+	bad := base
+	bad.Tiers = map[string]ratelimit.Limit{"pro": {Limit: 5, Window: time.Second}}
+	if _, err := ratelimit.NewLocal(bad); !errors.Is(err, strategy.ErrInvalidLimit) || !strings.Contains(err.Error(), "Window") {
+		t.Errorf("a tier with another Window: err = %v, want ErrInvalidLimit naming Window", err)
+	}
+	sharded := base
+	sharded.Shards = 2
+	if _, err := ratelimit.NewLocal(sharded); !errors.Is(err, strategy.ErrInvalidOption) {
+		t.Errorf("tiers on a sharded policy: err = %v, want ErrInvalidOption (sharded cannot override)", err)
+	}
+}
