@@ -578,3 +578,43 @@ func TestTiersThroughTheFacade(t *testing.T) {
 		t.Errorf("tiers on a sharded policy: err = %v, want ErrInvalidOption (sharded cannot override)", err)
 	}
 }
+
+// TestRefundAfterATier checks the rule for buckets: a token bucket or GCRA
+// subject last written under another limit (a tier) gets nothing back from
+// a refund, on Redis and in process alike, so a refund never mints units
+// across scales.
+func TestRefundAfterATier(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := conformance.Miniredis(t)
+	for _, a := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.GCRA} {
+		cfg := ratelimit.Config{Algorithm: a, Limit: 4, Window: time.Minute, Prefix: "rt:",
+			Tiers: map[string]ratelimit.Limit{"pro": {Limit: 8}}}
+		for _, backend := range []string{"redis", "local"} {
+			clock := conformance.NewClock(conformance.Epoch)
+			var l *ratelimit.Limiter
+			var err error
+			if backend == "redis" {
+				l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
+			} else {
+				l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			pro := l.Tier("pro")
+			for range 3 {
+				pro.Allow(ctx, "u")
+			}
+			before, _ := l.Peek(ctx, "u")
+			after, err := l.RefundN(ctx, "u", 2)
+			if err != nil || after != before {
+				t.Errorf("%s/%s: RefundN after a tier write = %+v, %v; want the Peek before it, %+v", a, backend, after, err, before)
+			}
+			l.Allow(ctx, "u") // written under the policy's own limit again
+			before, _ = l.Peek(ctx, "u")
+			if after, _ := l.RefundN(ctx, "u", 1); after.Remaining != before.Remaining+1 {
+				t.Errorf("%s/%s: RefundN(1) under the own limit = %+v, want Remaining %d", a, backend, after, before.Remaining+1)
+			}
+		}
+	}
+}

@@ -42,7 +42,7 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 		s = script
 	}
 	return redisx.Decision(ctx, l.b.RDB, s, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, 0, l.b.Now(), l.digits, l.format, n)
+		l.lp, l.wp, l.capacity, 0, l.b.Now(), l.digits, l.format, l.lp, l.wp, l.window, n)
 }
 
 // RefundN gives n units back to key, as Limiter.RefundN does, and returns
@@ -58,6 +58,11 @@ func (l *Local) RefundN(ctx context.Context, key string, n int64) (strategy.Resu
 	s := l.sc
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(v *tat) int64 {
+		var expires int64
+		if v.wp != 0 { // written under another limit (a tier): nothing given back
+			res, expires = l.decideWith(v, s, true, l.t.Lim.Window.Milliseconds(), now, 0)
+			return expires
+		}
 		var ahead int64 // how far v is after now, in 1/lp ms, as decide reads it
 		if d := v.ms - now; d >= 0 {
 			if d > s.fullMs {
@@ -72,7 +77,6 @@ func (l *Local) RefundN(ctx context.Context, key string, n int64) (strategy.Resu
 			ahead -= n * s.wp
 			v.ms, v.frac = now+ahead/s.lp, ahead%s.lp
 		}
-		var expires int64
 		res, expires = s.decide(v, now, 0)
 		return expires
 	})

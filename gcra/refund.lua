@@ -2,8 +2,8 @@
 -- this part moves the TAT back, then the decision script, called as a peek
 -- through the local ARGV below, reports the state after.
 -- KEYS[1]  the subject's TAT (see gcra.lua)
--- ARGV     lp, wp, capacity in units, 0, now in ms (-1: server TIME),
---          digits, format (as gcra.lua), units to give back (> 0)
+-- ARGV     as gcra.lua's (lp, wp, capacity, 0, now, digits, format, own
+--          lp and wp, window), then the units to give back (> 0)
 --
 -- TAT = max(now, TAT - n emission intervals): never earlier than now, so
 -- a subject never holds more than its capacity. A TAT that reaches now is
@@ -22,7 +22,9 @@ do
   local full = ARGV[3] * wp
   local digits = ARGV[6] + 0
   local v = redis.call('GET', key)
-  if v then
+  -- a TAT written under another limit (a tier: "ms,remainder,lp,wp") is
+  -- left as it is
+  if v and not string.find(v, ',', 1, true) then
     local q, r
     if digits == 0 then
       q, r = tonumber(v), 0
@@ -32,7 +34,7 @@ do
     if q and r and q >= now then
       local ahead = math.min((q - now) * lp + r, full)
       -- a huge product is inexact but then above ahead, which is exact
-      ahead = ahead - ARGV[8] * wp
+      ahead = ahead - ARGV[11] * wp
       if ahead <= 0 then
         redis.call('DEL', key)
       else
@@ -47,4 +49,4 @@ do
   end
 end
 -- the decision script that follows reads this ARGV: a peek at now
-local ARGV = {ARGV[1], ARGV[2], ARGV[3], 0, now, ARGV[6], ARGV[7]}
+local ARGV = {ARGV[1], ARGV[2], ARGV[3], 0, now, ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]}

@@ -131,7 +131,7 @@ var refundMutants = []mutant{
 	{
 		name:     "token bucket refund: one token more than asked",
 		file:     "tokenbucket/refund.lua",
-		edits:    []edit{{old: `tokens = tokens + ARGV[6] * wp`, new: `tokens = tokens + (ARGV[6] + 1) * wp`}},
+		edits:    []edit{{old: `tokens = tokens + ARGV[10] * wp`, new: `tokens = tokens + (ARGV[10] + 1) * wp`}},
 		subjects: "tokenbucket", backends: "redis",
 	},
 	{
@@ -143,7 +143,7 @@ var refundMutants = []mutant{
 	{
 		name:     "gcra refund: one emission interval more than asked",
 		file:     "gcra/refund.lua",
-		edits:    []edit{{old: `ahead = ahead - ARGV[8] * wp`, new: `ahead = ahead - (ARGV[8] + 1) * wp`}},
+		edits:    []edit{{old: `ahead = ahead - ARGV[11] * wp`, new: `ahead = ahead - (ARGV[11] + 1) * wp`}},
 		subjects: "gcra", backends: "redis",
 	},
 	{

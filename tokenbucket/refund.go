@@ -41,7 +41,7 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 		s = script
 	}
 	return redisx.Decision(ctx, l.b.RDB, s, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, 0, l.b.Now(), n)
+		l.lp, l.wp, l.capacity, 0, l.b.Now(), l.lp, l.wp, l.capacity, l.window, n)
 }
 
 // RefundN puts n tokens back into key's bucket, as Limiter.RefundN does,
@@ -56,13 +56,17 @@ func (l *Local) RefundN(ctx context.Context, key string, n int64) (strategy.Resu
 	}
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(b *bucket) int64 {
+		var expires int64
+		if b.wp != 0 { // written under another limit (a tier): nothing given back
+			res, expires = l.decideWith(b, l.sc, true, l.t.Lim.Window.Milliseconds(), now, 0)
+			return expires
+		}
 		l.sc.decide(b, now, 0) // refill to now
 		if n >= ceilDiv(b.deficit, l.sc.wp) {
 			b.deficit = 0
 		} else {
 			b.deficit -= n * l.sc.wp
 		}
-		var expires int64
 		res, expires = l.sc.decide(b, now, 0)
 		return expires
 	})
