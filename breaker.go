@@ -80,13 +80,13 @@ type Breaker struct {
 func NewBreaker(failures int, cooldown time.Duration) (*Breaker, error) {
 	switch {
 	case failures < 0 || failures > 1<<30:
-		return nil, fmt.Errorf("%w: ratelimit: breaker failures must be in [0, %d] (0 means %d), got %d",
+		return nil, fmt.Errorf("%w: breaker failures must be in [0, %d] (0 means %d), got %d",
 			strategy.ErrInvalidOption, 1<<30, DefaultBreakerFailures, failures)
 	case cooldown < 0:
-		return nil, fmt.Errorf("%w: ratelimit: breaker cooldown must be >= 0 (0 means %s), got %s",
+		return nil, fmt.Errorf("%w: breaker cooldown must be >= 0 (0 means %s), got %s",
 			strategy.ErrInvalidOption, DefaultBreakerCooldown, cooldown)
 	case cooldown > MaxBreakerCooldown:
-		return nil, fmt.Errorf("%w: ratelimit: breaker cooldown must be <= %s, got %s",
+		return nil, fmt.Errorf("%w: breaker cooldown must be <= %s, got %s",
 			strategy.ErrInvalidOption, MaxBreakerCooldown, cooldown)
 	}
 	if failures == 0 {

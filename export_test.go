@@ -6,7 +6,7 @@ func DenyCacheLen(l *Limiter) int {
 	if l.fail == nil || l.fail.deny == nil {
 		return -1
 	}
-	return l.fail.deny.len()
+	return l.fail.deny.Len()
 }
 
 // FailLocalSubjects returns how many subjects l's FailLocal twin holds, or
@@ -17,3 +17,6 @@ func FailLocalSubjects(l *Limiter) int {
 	}
 	return l.fail.local.(interface{ Subjects() int }).Subjects()
 }
+
+// Inline reports whether l calls its strategy on the caller's goroutine.
+func Inline(l *Limiter) bool { return l.fail != nil && l.fail.guard.Inline() }

@@ -9,36 +9,31 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/denycache"
+	"github.com/ratekit/ratelimit/internal/guard"
+	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// FailurePolicy is what a Limiter built by New decides when Redis cannot: it
-// is down, too slow (see Config.Timeout), refuses (maxmemory, WRONGTYPE on a
-// subject's key), or its circuit breaker is open (see Breaker). Every such
-// decision is a Result with Degraded set, and no error, so that a call site
-// that does not look at Degraded still gets the policy its owner chose; it is
-// reported to the Observer with the cause (Decision.Degraded, Decision.Cause).
+// FailurePolicy is what a Limiter built by New or Wrap decides when Redis
+// cannot: it is down, too slow (see Config.Timeout), refuses (maxmemory,
+// WRONGTYPE on a subject's key), or its circuit breaker is open (see
+// Breaker). Every such decision is a Result with Degraded set, and no
+// error, so that a call site that does not look at Degraded still gets the
+// policy its owner chose; the Observer sees the cause (Decision.Cause).
 //
-// The caller's own context is not Redis failing: when it is canceled, or its
-// deadline (shorter than Timeout) passes before Redis answers, the decision
-// returns promptly with an error wrapping ctx.Err() and no policy applies.
+// The caller's own context is not Redis failing: when it is canceled, or
+// its deadline (sooner than Timeout) passes first, the decision returns
+// with an error wrapping ctx.Err() and no policy applies.
 //
-// The zero value "" means FailOpen: an outage of the limiter's store must not
-// become an outage of every service that imports the limiter unless its owner
-// chose so. Choose FailClosed for endpoints where an unenforced limit costs
-// more than refusing service (logins, password resets, paid APIs), and
-// FailLocal to keep an approximate limit per process.
-//
-// Each call to Redis runs under Config.Timeout, off the caller's goroutine
-// (on a pooled worker) unless the client stops at the context's deadline
-// itself, so a decision returns on time whatever the client's settings. Build the
-// go-redis client with ContextTimeoutEnabled so that it, too, stops at that
-// deadline and frees the connection (without it an abandoned call holds its
-// connection until the client's ReadTimeout), and keep ReadTimeout at least
-// Timeout or set MaxRetries to -1: go-redis re-sends a command whose read
-// timed out, and a script that timed out may have run. EVAL is sent only
-// after Redis replied NOSCRIPT, never after a timeout.
+// The zero value "" means FailOpen: an outage of the limiter's store must
+// not become an outage of every service that imports it unless its owner
+// chose so. Choose FailClosed where an unenforced limit costs more than
+// refusing service (logins, password resets, paid APIs), and FailLocal to
+// keep an approximate limit per process. The README ("When Redis fails")
+// says how to set up the go-redis client so that a call abandoned at
+// Timeout frees its connection and is never re-sent.
 type FailurePolicy string
 
 // The failure policies.
@@ -52,26 +47,20 @@ const (
 	// (and ResetAfter) the time until Redis is next tried (the rest of the
 	// breaker's cool-down, or the whole cool-down), Degraded true.
 	FailClosed FailurePolicy = "closed"
-	// FailLocal decides with the algorithm's in-process twin, which
-	// enforces Config.LocalShare of Limit and Burst in this process alone,
-	// so that N processes sharing one Redis together allow about the limit
-	// (LocalShare = 1/N) rather than N times it. The twin starts empty at
-	// the outage (units recorded in Redis before it are unknown to it) and
-	// its state lives as long as the window after Redis is back, then is
-	// freed within about a window even when no request arrives. It holds
-	// at most WithMaxSubjects subjects (strategy.DefaultMaxSubjects by
-	// default), evicting the least recently used: see WithMaxSubjects.
+	// FailLocal decides with an in-process twin that enforces
+	// Config.LocalShare of Limit and Burst in this process alone, so that N
+	// processes sharing one Redis together allow about the limit
+	// (LocalShare = 1/N). The twin starts empty at the outage and frees its
+	// subjects within about a window after Redis is back; it holds at most
+	// WithMaxSubjects subjects. Wrap takes the twin from WithFallback.
 	FailLocal FailurePolicy = "local"
 )
 
 // DefaultTimeout is the longest a decision waits on Redis when
-// Config.Timeout is 0. A healthy Redis answers in well under a millisecond
-// on a LAN, but a decision may have to dial (and TLS-handshake) a new
-// connection, or meet a GC pause on either side; a decision that runs out
-// of time is made by the failure policy, so the default leaves room for
-// those. It is also what a hung Redis adds to the few requests that find the
-// breaker closed or probing; services with a tight latency budget set a
-// shorter Timeout.
+// Config.Timeout is 0: room for dialing a new connection or a GC pause,
+// well above a healthy Redis's sub-millisecond answer. A hung Redis adds it
+// to the few requests that find the breaker closed or probing; services
+// with a tight latency budget set a shorter Timeout.
 const DefaultTimeout = 250 * time.Millisecond
 
 // MaxTimeout is the longest Config.Timeout accepted.
@@ -82,185 +71,110 @@ const MaxTimeout = time.Minute
 // strategy.ErrBackend.
 var ErrCircuitOpen = errors.New("ratelimit: circuit breaker open, Redis not called")
 
-// errBreakerOpen is ErrCircuitOpen as a backend failure, made once.
-var errBreakerOpen = fmt.Errorf("%w: %w", strategy.ErrBackend, ErrCircuitOpen)
+// errBreakerOpen is ErrCircuitOpen as a backend failure: it is both, with
+// one prefix.
+var errBreakerOpen error = circuitOpen{}
 
-// WithBreaker makes the limiter use b, which other limiters may share, instead
-// of a Breaker of its own with the defaults. A nil b is ignored. It has no
-// effect on NewLocal.
-func WithBreaker(b *Breaker) Option {
-	return func(o *options) {
-		if b != nil {
-			o.breaker = b
-		}
-	}
+type circuitOpen struct{}
+
+func (circuitOpen) Error() string {
+	return "ratelimit: backend error: circuit breaker open, Redis not called"
 }
 
-// WithDenyCache turns on a local cache of denials holding at most
-// maxSubjects subjects (New only; off by default). Once Redis denies a
-// subject a request of cost n with RetryAfter r, requests of cost n or more
-// for the subject are denied in this process, without a round trip, until r
-// has passed. The cache never denies a request that Redis would allow,
-// except after the subject is reset by another process or Limiter (Reset on
-// this Limiter clears its entry): then for at most r. It costs about 130
-// bytes per subject plus the key. Its clock is the limiter's client clock
-// (WithClock) when set, the monotonic clock otherwise. maxSubjects must be
-// > 0. When maxSubjects are held, a new denial evicts the least recently
-// used subject of the 1/64 that share its stripe, in O(1) (counted in
-// Decision.Evicted): that subject's next request goes to Redis. Denials are
-// freed once their RetryAfter has passed, within about a window even when
-// no request arrives. It is not used when Config.Shards > 1: a sharded
-// subject denied on the shards one request tried may still have room on
-// the others.
-func WithDenyCache(maxSubjects int) Option {
-	return func(o *options) {
-		if maxSubjects <= 0 && o.err == nil {
-			o.err = fmt.Errorf("%w: WithDenyCache: maxSubjects must be > 0, got %d", strategy.ErrInvalidOption, maxSubjects)
-		}
-		o.denyCache = maxSubjects
-	}
+func (circuitOpen) Is(target error) bool {
+	return target == strategy.ErrBackend || target == ErrCircuitOpen
 }
 
-// checkFailure validates the failure settings of cfg and the options.
-func checkFailure(cfg Config, o *options) error {
-	if o.err != nil {
-		return o.err
+// checkFailure validates the failure settings of cfg; wrapped says that cfg
+// was given to Wrap, which takes no strategy fields.
+func checkFailure(cfg Config, wrapped bool) error {
+	switch cfg.Mode {
+	case "", ModeEnforce, ModeShadow:
+	default:
+		return fmt.Errorf("%w: Mode must be %q or %q (empty means %q), got %s",
+			strategy.ErrInvalidOption, ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(cfg.Mode)))
 	}
 	switch cfg.OnFailure {
 	case "", FailOpen, FailClosed, FailLocal:
 	default:
-		return fmt.Errorf("%w: ratelimit: OnFailure must be %q, %q or %q (empty means %q), got %s",
+		return fmt.Errorf("%w: OnFailure must be %q, %q or %q (empty means %q), got %s",
 			strategy.ErrInvalidOption, FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(cfg.OnFailure)))
 	}
 	if s := cfg.LocalShare; math.IsNaN(s) || s < 0 || s > 1 {
-		return fmt.Errorf("%w: ratelimit: LocalShare must be in [0, 1] (0 means 1), got %v", strategy.ErrInvalidOption, s)
+		return fmt.Errorf("%w: LocalShare must be in [0, 1] (0 means 1), got %v", strategy.ErrInvalidOption, s)
 	}
 	switch {
 	case cfg.Timeout < 0:
-		return fmt.Errorf("%w: ratelimit: Timeout must be >= 0 (0 means %s), got %s", strategy.ErrInvalidOption, DefaultTimeout, cfg.Timeout)
+		return fmt.Errorf("%w: Timeout must be >= 0 (0 means %s), got %s", strategy.ErrInvalidOption, DefaultTimeout, cfg.Timeout)
 	case cfg.Timeout > MaxTimeout:
-		return fmt.Errorf("%w: ratelimit: Timeout must be <= %s, got %s", strategy.ErrInvalidOption, MaxTimeout, cfg.Timeout)
+		return fmt.Errorf("%w: Timeout must be <= %s, got %s", strategy.ErrInvalidOption, MaxTimeout, cfg.Timeout)
+	}
+	if !wrapped {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Algorithm", cfg.Algorithm != ""}, {"Limit", cfg.Limit != 0}, {"Window", cfg.Window != 0},
+		{"Burst", cfg.Burst != 0}, {"Shards", cfg.Shards != 0}, {"Prefix", cfg.Prefix != ""},
+		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0},
+	} {
+		if f.set {
+			return fmt.Errorf("%w: Wrap: %s must be zero: the strategy given is what is enforced", strategy.ErrInvalidOption, f.name)
+		}
 	}
 	return nil
 }
 
-// failure is what a Redis-backed Limiter adds around its strategy: timeout,
-// breaker, policy and denial cache.
+// failure is what a Limiter built by New or Wrap adds around its strategy:
+// timeout, breaker, policy and denial cache.
 type failure struct {
-	policy   FailurePolicy
-	timeout  time.Duration
-	breaker  *Breaker
-	local    strategy.Strategy // FailLocal: the twin with LocalShare of the limit
-	deny     *denyCache        // nil when off
-	capacity int64             // the capacity a Result reports
-	inline   bool              // the client stops at the context's deadline: call it on the caller's goroutine
+	policy  FailurePolicy
+	guard   *guard.Guard
+	breaker *Breaker
+	local   strategy.Strategy // FailLocal: the fallback
+	deny    *denycache.Cache  // nil when off
 }
 
-// ContextHonourer is implemented by a client that can tell whether each of
-// its calls returns by its context's deadline or cancellation, whatever
-// happens on the network (batch.Client implements it). New calls such a
-// client on the caller's goroutine; it calls every other client, except a
-// *redis.Client built with ContextTimeoutEnabled, on a worker goroutine so
-// that Config.Timeout holds.
-type ContextHonourer interface {
-	HonoursContext() bool
-}
-
-// honoursDeadlines reports whether rdb says it honours contexts (see
-// ContextHonourer), or is a *redis.Client built with
-// ContextTimeoutEnabled: it then stops reading and writing at the context's
-// deadline itself, and dials and waits for a pooled connection under the
-// same context, so a decision can call it on the caller's goroutine and
-// still return by the deadline. Other clients (a ClusterClient, whose slot
-// loading is not bound by the call's context, a Ring, or a Client without
-// the option) are called on a worker goroutine (see workers).
-func honoursDeadlines(rdb redis.Scripter) bool {
-	if h, ok := rdb.(ContextHonourer); ok {
-		return h.HonoursContext()
+// wrap returns the Limiter of st with the failure handling of cfg and o.
+func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strategy, ev *evictions) (*Limiter, error) {
+	if cfg.OnFailure == FailLocal && fallback == nil {
+		return nil, fmt.Errorf("%w: OnFailure %q needs a fallback strategy (WithFallback)", strategy.ErrInvalidOption, FailLocal)
 	}
-	c, ok := rdb.(*redis.Client)
-	return ok && c.Options().ContextTimeoutEnabled
-}
-
-// setupFailure equips l, built by New, with its failure handling.
-func (l *Limiter) setupFailure(rdb redis.Scripter, opts []Option) error {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+	lim := st.Limit()
+	if cfg.Algorithm != Multi {
+		cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
 	}
-	if err := checkFailure(l.cfg, &o); err != nil {
-		return err
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
 	}
-	a := algorithms[l.cfg.Algorithm]
-	f := &failure{policy: l.cfg.OnFailure, timeout: l.cfg.Timeout, breaker: o.breaker, inline: honoursDeadlines(rdb)}
+	f := &failure{policy: cfg.OnFailure, guard: guard.New(timeout, honours(st)), breaker: o.breaker}
 	if f.policy == "" {
 		f.policy = FailOpen
-	}
-	if f.timeout == 0 {
-		f.timeout = DefaultTimeout
 	}
 	if f.breaker == nil {
 		f.breaker, _ = NewBreaker(0, 0)
 	}
-	clock := strategy.WithClock(o.clock)
-	// The capacity is what the algorithm's twin reports for a fresh subject
-	// (Burst counts for some algorithms only).
-	twin, err := a.newLocal(l.cfg.limit(), clock)
-	if err != nil {
-		return fmt.Errorf("ratelimit: %w", err)
-	}
-	r, err := twin.Peek(context.Background(), "capacity")
-	if err != nil {
-		return fmt.Errorf("ratelimit: %w", err)
-	}
-	f.capacity = r.Limit
 	if f.policy == FailLocal {
-		if f.local, err = a.newLocal(l.cfg.localLimit(), append(l.twinBound(o), clock)...); err != nil {
-			return fmt.Errorf("ratelimit: %w", err)
-		}
+		f.local = fallback
 	}
 	// A sharded denial says that the shards tried are full, not that the
 	// next request, which may land on another shard, would be denied.
-	if o.denyCache > 0 && l.cfg.Shards <= 1 {
-		f.deny = newDenyCache(o.denyCache, o.clock, l.cfg.Window, l.ev.add)
+	if o.denyCache > 0 && cfg.Shards <= 1 {
+		f.deny = denycache.New(o.denyCache, o.clock, lim.Window, ev.add)
 	}
-	l.fail = f
-	return nil
+	_, checked := st.(keys.ShardAware) // this module's strategies validate their input
+	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: checked, fail: f, ev: ev}
+	return l.withTiers()
 }
 
-// localLimit is the limit one process enforces under FailLocal: LocalShare
-// of Limit and Burst, rounded up so that a process allows at least one unit
-// of a non-zero limit.
-func (c Config) localLimit() strategy.Limit {
-	lim := c.limit()
-	share := c.LocalShare
-	if share == 0 || share == 1 {
-		return lim
-	}
-	scale := func(v int64) int64 {
-		if v == 0 {
-			return 0
-		}
-		return max(1, int64(math.Ceil(float64(v)*share-1e-9)))
-	}
-	lim.Limit, lim.Burst = scale(lim.Limit), scale(lim.Burst)
-	return lim
-}
-
-// The operations of a Limiter, as Decision.Op names them.
-const (
-	opAllow = "allow"
-	opPeek  = "peek"
-	opReset = "reset"
-)
-
-// outcome is what a decision tells the Observer beyond its Result.
-type outcome struct {
-	degraded bool
-	cached   bool
-	cause    error
+// honours reports whether st says each call returns by its context's
+// deadline (strategy.ContextHonourer).
+func honours(st strategy.Strategy) bool {
+	h, ok := st.(strategy.ContextHonourer)
+	return ok && h.HonoursContext()
 }
 
 // decide makes one decision (AllowN, or Peek when op is opPeek) and reports
@@ -277,11 +191,20 @@ func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, 
 	)
 	switch {
 	case l.fail != nil:
-		r, out, err = l.fail.decide(ctx, l.st, op, key, n)
+		r, out, err = l.guarded(ctx, op, key, n)
+	case l.tier != "":
+		c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.lim}
+		if op == opPeek {
+			c.Op = guard.Peek
+		}
+		r, err = guard.Do(ctx, l.st, c)
 	case op == opPeek:
 		r, err = l.st.Peek(ctx, key)
 	default:
 		r, err = l.st.AllowN(ctx, key, n)
+	}
+	if l.shadow && !r.Allowed && err == nil && op == opAllow && n > 0 {
+		r.Allowed, r.Shadow = true, true
 	}
 	if l.obs != nil {
 		l.report(ctx, op, n, r, err, out, start)
@@ -289,42 +212,30 @@ func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, 
 	return r, err
 }
 
-// report tells the Observer of a decision.
-func (l *Limiter) report(ctx context.Context, op string, n int64, r Result, err error, out outcome, start time.Time) {
-	d := Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Algorithm, Op: op, N: n,
-		Result: r, Err: err, Start: start, Duration: time.Since(start),
-		Degraded: out.degraded, Cause: out.cause, Cached: out.cached, Evicted: l.ev.take()}
-	if l.fail != nil {
-		d.Breaker = l.fail.breaker.State()
-	}
-	l.obs.Observe(ctx, d)
-}
-
-// reset is Limiter.Reset: local state first, then Redis.
-func (l *Limiter) reset(ctx context.Context, key string) error {
-	var start time.Time
-	if l.obs != nil {
-		start = time.Now()
-	}
-	var err error
-	if l.fail == nil {
-		err = l.st.Reset(ctx, key)
-	} else {
-		err = l.fail.reset(ctx, l.st, key)
-	}
-	if l.obs != nil {
-		l.report(ctx, opReset, 0, Result{}, err, outcome{}, start)
-	}
-	return err
-}
-
-func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key string, n int64) (Result, outcome, error) {
-	// Bad input is the caller's error, never a degraded decision.
+// validate checks key and n, for the paths that do not reach a strategy
+// that checks them itself.
+func validate(key string, n int64) error {
 	if err := strategy.ValidateKey(key); err != nil {
-		return Result{}, outcome{}, err
+		return err
 	}
-	if err := strategy.ValidateCost(n); err != nil {
-		return Result{}, outcome{}, err
+	return strategy.ValidateCost(n)
+}
+
+// callerError reports whether err is the caller's: bad input, which a
+// strategy of this module reports before it touches Redis.
+func callerError(err error) bool {
+	return errors.Is(err, strategy.ErrInvalidKey) || errors.Is(err, strategy.ErrInvalidCost)
+}
+
+// guarded is decide through the failure handling. Input is validated once:
+// by the strategy when it is this module's, here otherwise or when the
+// strategy is not called.
+func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result, outcome, error) {
+	f := l.fail
+	if !l.checked {
+		if err := validate(key, n); err != nil {
+			return Result{}, outcome{}, err
+		}
 	}
 	if op == opAllow && n == 0 {
 		op = opPeek // n = 0 behaves as Peek
@@ -335,36 +246,45 @@ func (f *failure) decide(ctx context.Context, st strategy.Strategy, op, key stri
 		return Result{}, outcome{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
 	cache := f.deny != nil && op == opAllow
-	if cache {
-		if r, ok := f.deny.lookup(key, n); ok {
+	if cache && n <= strategy.MaxUnits { // only valid keys are ever cached
+		// with tiers, a denial under another tier's limit is not this one's
+		if r, ok := f.deny.Lookup(key, n); ok && (len(l.cfg.Tiers) == 0 || r.Limit == l.capacity) {
 			return r, outcome{cached: true}, nil
 		}
 	}
 	ok, probe := f.breaker.allow()
 	if !ok {
-		return f.degrade(ctx, op, key, n), outcome{degraded: true, cause: errBreakerOpen}, nil
+		if l.checked { // not validated above, and the strategy is not called
+			if err := validate(key, n); err != nil {
+				return Result{}, outcome{}, err
+			}
+		}
+		return l.degrade(ctx, op, key, n), outcome{degraded: true, cause: errBreakerOpen}, nil
 	}
 	var gen uint64
 	var sent int64
 	if cache {
-		gen, sent = f.deny.begin()
+		gen, sent = f.deny.Begin()
 	}
-	r, err := f.call(ctx, func(ctx context.Context) (Result, error) {
-		if op == opPeek {
-			return st.Peek(ctx, key)
-		}
-		return st.AllowN(ctx, key, n)
-	})
+	c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.lim}
+	if op == opPeek {
+		c.Op = guard.Peek
+	}
+	r, err := f.guard.Call(ctx, l.st, c)
+	if err != nil && callerError(err) {
+		f.breaker.done(probe, callAnswered)
+		return Result{}, outcome{}, err
+	}
 	f.breaker.done(probe, classify(ctx, err))
 	if err != nil && ctx.Err() != nil {
 		// the caller's own deadline or cancellation ended the wait
 		return Result{}, outcome{cause: err}, err
 	}
 	if err != nil {
-		return f.degrade(ctx, op, key, n), outcome{degraded: true, cause: err}, nil
+		return l.degrade(ctx, op, key, n), outcome{degraded: true, cause: err}, nil
 	}
 	if cache && !r.Allowed {
-		f.deny.put(key, n, r, gen, sent)
+		f.deny.Put(key, n, r, gen, sent)
 	}
 	return r, outcome{}, nil
 }
@@ -377,101 +297,51 @@ func (f *failure) reset(ctx context.Context, st strategy.Strategy, key string) e
 		f.local.Reset(context.WithoutCancel(ctx), key)
 	}
 	if f.deny != nil {
-		f.deny.invalidate(key)
+		f.deny.Invalidate(key)
 		// and again once Redis has forgotten the subject, for denials that
 		// Redis made before the reset but that arrive after the first call
-		defer f.deny.invalidate(key)
+		defer f.deny.Invalidate(key)
 	}
 	ok, probe := f.breaker.allow()
 	if !ok {
 		return errBreakerOpen
 	}
-	_, err := f.call(ctx, func(ctx context.Context) (Result, error) {
-		return Result{}, st.Reset(ctx, key)
-	})
+	_, err := f.guard.Call(ctx, st, guard.Call{Op: guard.Reset, Key: key})
 	f.breaker.done(probe, classify(ctx, err))
 	return err
 }
 
 // degrade makes the decision of the failure policy.
-func (f *failure) degrade(ctx context.Context, op, key string, n int64) Result {
+func (l *Limiter) degrade(ctx context.Context, op, key string, n int64) Result {
+	f, capacity := l.fail, l.capacity
 	if f.policy == FailLocal {
-		var r Result
-		var err error
+		c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.localLim}
 		if op == opPeek {
-			r, err = f.local.Peek(context.WithoutCancel(ctx), key)
-		} else {
-			r, err = f.local.AllowN(context.WithoutCancel(ctx), key, n)
+			c.Op = guard.Peek
 		}
+		r, err := guard.Do(context.WithoutCancel(ctx), f.local, c)
 		if err == nil {
-			if r.RetryAfter == strategy.Never && max(n, 1) <= f.capacity {
+			if r.RetryAfter == strategy.Never && max(n, 1) <= capacity {
 				// beyond this process's share, not beyond the limit
 				r.RetryAfter = f.breaker.retryIn()
 			}
 			r.Degraded = true
 			return r
 		}
-		// the twin cannot fail on valid input; deny if it ever does
+		// a fallback that fails on valid input: decide as FailClosed
 	}
-	if max(n, 1) > f.capacity { // Redis would deny it whatever its state
-		r := Result{Limit: f.capacity, RetryAfter: strategy.Never, Degraded: true}
+	if max(n, 1) > capacity { // Redis would deny it whatever its state
+		r := Result{Limit: capacity, RetryAfter: strategy.Never, Degraded: true}
 		if f.policy == FailOpen {
-			r.Remaining = f.capacity
+			r.Remaining = capacity
 		}
 		return r
 	}
 	if f.policy == FailOpen {
-		return Result{Allowed: true, Limit: f.capacity, Remaining: f.capacity, Degraded: true}
+		return Result{Allowed: true, Limit: capacity, Remaining: capacity, Degraded: true}
 	}
 	retry := f.breaker.retryIn()
-	return Result{Limit: f.capacity, RetryAfter: retry, ResetAfter: retry, Degraded: true}
-}
-
-type reply struct {
-	r   Result
-	err error
-}
-
-// call runs fn with a deadline of f.timeout (or the caller's, when sooner)
-// and returns by that deadline whatever fn does. go-redis bounds a command
-// by the context's deadline only when the client was built with
-// ContextTimeoutEnabled (otherwise by its ReadTimeout, 5s by default), and
-// even then not every path (dialing, cluster slot loading) honours it; so fn
-// runs on a worker goroutine (see workers), and the caller is released at the
-// deadline.
-// An abandoned fn ends when go-redis gives up: at once with
-// ContextTimeoutEnabled, after ReadTimeout otherwise; its context is
-// cancelled, so go-redis neither waits for a pooled connection nor retries.
-func (f *failure) call(ctx context.Context, fn func(context.Context) (Result, error)) (Result, error) {
-	ctx2, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	if f.inline {
-		r, err := fn(ctx2)
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return Result{}, f.timedOut(err)
-		}
-		return r, err
-	}
-	j := pool.start(ctx2, fn)
-	select {
-	case rep := <-j.out:
-		return rep.r, rep.err
-	case <-ctx2.Done():
-		if !j.abandon() { // the reply came as the deadline passed
-			rep := <-j.out
-			return rep.r, rep.err
-		}
-		if err := ctx.Err(); err != nil {
-			return Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-		}
-		return Result{}, f.timedOut(context.DeadlineExceeded)
-	}
-}
-
-// timedOut is the error of a call that Redis did not answer within Timeout.
-func (f *failure) timedOut(cause error) error {
-	return fmt.Errorf("%w: ratelimit: no reply from Redis within Timeout %s: %w",
-		strategy.ErrBackend, f.timeout, cause)
+	return Result{Limit: capacity, RetryAfter: retry, ResetAfter: retry, Degraded: true}
 }
 
 // classify tells the breaker what err says about Redis. ctx is the caller's.

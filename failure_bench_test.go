@@ -74,6 +74,20 @@ func BenchmarkDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run("limiter, ContextTimeoutEnabled", func(b *testing.B) { runDecisions(b, lc.Allow, false) })
+		// a caller's context that can be canceled (an HTTP request's) needs
+		// a deadline context of its own
+		cancelable, cancel := context.WithCancel(context.Background())
+		b.Cleanup(cancel)
+		b.Run("limiter, ContextTimeoutEnabled, cancelable ctx", func(b *testing.B) {
+			runDecisions(b, func(_ context.Context, key string) (ratelimit.Result, error) {
+				return lc.Allow(cancelable, key)
+			}, false)
+		})
+		b.Run("strategy alone, ContextTimeoutEnabled", func(b *testing.B) {
+			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
+				return lc.Strategy().AllowN(ctx, key, 1)
+			}, false)
+		})
 		// the strategy alone: what the timeout guard and breaker add
 		b.Run("strategy alone", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,7 +17,13 @@ type fakeHonourer struct {
 
 func (f fakeHonourer) HonoursContext() bool { return f.honours }
 
-func TestHonoursDeadlinesByBehaviour(t *testing.T) {
+// traced wraps a client, as a tracing or metrics wrapper would.
+type traced struct{ *redis.Client }
+
+// TestInlineByBehaviour checks which clients a Limiter calls on the
+// caller's goroutine: those that say they honour contexts, or that are (or
+// embed) a *redis.Client with ContextTimeoutEnabled.
+func TestInlineByBehaviour(t *testing.T) {
 	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	withCtx := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
@@ -37,6 +44,8 @@ func TestHonoursDeadlinesByBehaviour(t *testing.T) {
 	}{
 		{"Client", plain, false},
 		{"Client with ContextTimeoutEnabled", withCtx, true},
+		{"a wrapper embedding a Client with ContextTimeoutEnabled", traced{withCtx}, true},
+		{"a wrapper embedding a plain Client", traced{plain}, false},
 		{"ClusterClient", cluster, false},
 		{"Ring", ring, false},
 		{"batch over Client", mustBatch(plain), true},
@@ -46,8 +55,14 @@ func TestHonoursDeadlinesByBehaviour(t *testing.T) {
 		{"a client that says it does not", fakeHonourer{withCtx, false}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := honoursDeadlines(tc.rdb); got != tc.want {
-				t.Errorf("honoursDeadlines = %v, want %v", got, tc.want)
+			for _, a := range Algorithms() {
+				l, err := New(tc.rdb, Config{Algorithm: a, Limit: 10, Window: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := Inline(l); got != tc.want {
+					t.Errorf("%s: inline = %v, want %v", a, got, tc.want)
+				}
 			}
 		})
 	}

@@ -8,11 +8,14 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -26,13 +29,19 @@ import (
 //
 // In JSON (see ParsePolicies) Policies is an object of policy names to
 // objects with the fields of Config in lowercase: "algorithm", "limit" and
-// "window" (required), "burst", "shards", "prefix", "on_failure" ("open",
-// "closed" or "local"), "local_share" and "timeout". Durations are Go
-// duration strings such as "1m", "1h30m" or "250ms":
+// "window" (required), "burst", "shards", "prefix", "rules" (with
+// "algorithm": "multi": an array of {"algorithm", "limit", "window"}),
+// "candidate" (a policy object of the algorithm fields: see
+// Config.Candidate), "mode" ("enforce" or "shadow"), "tiers" (an object of
+// tier names to {"limit": n, "burst": n}),
+// "on_failure" ("open", "closed" or "local"), "local_share" and "timeout".
+// Durations are Go duration strings such as "1m", "1h30m" or "250ms":
 //
 //	{
 //	  "login":  {"algorithm": "sliding_log", "limit": 5, "window": "1m", "on_failure": "closed"},
-//	  "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200},
+//	  "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200,
+//	             "tiers": {"pro": {"limit": 1000, "burst": 2000}}},
+//	  "export": {"algorithm": "fixed_window", "limit": 10, "window": "1h", "mode": "shadow"},
 //	  "upload": {"algorithm": "sliding_counter", "limit": 1000, "window": "1h"}
 //	}
 type Policies map[string]Config
@@ -131,7 +140,7 @@ func (p Policies) Validate() error {
 		c, _ := scoped(name, p[name])
 		// NewLocal checks exactly what New checks, and holds no resources.
 		if _, err := NewLocal(c); err != nil {
-			return &PolicyError{Policy: name, Err: err}
+			return policyError(name, err)
 		}
 	}
 	return nil
@@ -142,7 +151,7 @@ func (p Policies) Validate() error {
 // e.g. "rl:a" + "b" and "rl:" + "ab").
 func (p Policies) scopedAll() ([]Config, error) {
 	if len(p) > MaxPolicies {
-		return nil, fmt.Errorf("%w: ratelimit: want at most %d policies (MaxPolicies), got %d", strategy.ErrInvalidOption, MaxPolicies, len(p))
+		return nil, fmt.Errorf("%w: want at most %d policies (MaxPolicies), got %d", strategy.ErrInvalidOption, MaxPolicies, len(p))
 	}
 	out := make([]Config, 0, len(p))
 	seen := make(map[string]string, len(p))
@@ -161,62 +170,64 @@ func (p Policies) scopedAll() ([]Config, error) {
 	return out, nil
 }
 
-// Set holds one Limiter per policy. It is safe for concurrent use.
+// Set holds one Limiter per policy. It is safe for concurrent use; Update
+// replaces its policies atomically (see Update).
 type Set struct {
-	limiters map[string]*Limiter
-	names    []string
+	state atomic.Pointer[setState]
+	mk    func(Config, ...Option) (*Limiter, error) // New or NewLocal, with the Set's client and options
+	mu    sync.Mutex                                // serializes Update
 }
 
 // NewSet builds a Limiter on Redis (through rdb, as New) for every policy.
 // Each Limiter's Config has Name set to its policy's name and its own key
 // namespace, Prefix + name + ":" (Prefix defaults to "rl:"), so two policies
 // never share keys and policy "login" keeps its keys under "rl:login:". opts
-// apply to every Limiter. It fails with a *PolicyError naming the policy
-// and the field when one is invalid.
+// apply to every Limiter, and to those Update builds. It fails with a
+// *PolicyError naming the policy and the field when one is invalid.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redis client is nil (use NewLocalSet for in-process limiters)", strategy.ErrInvalidOption)
 	}
-	return newSet(p, func(c Config) (*Limiter, error) { return New(rdb, c, opts...) })
+	return newSet(p, func(c Config, extra ...Option) (*Limiter, error) {
+		return New(rdb, c, append(slices.Clone(opts), extra...)...)
+	})
 }
 
 // NewLocalSet is NewSet with in-process limiters (see NewLocal).
 func NewLocalSet(p Policies, opts ...Option) (*Set, error) {
-	return newSet(p, func(c Config) (*Limiter, error) { return NewLocal(c, opts...) })
+	return newSet(p, func(c Config, extra ...Option) (*Limiter, error) {
+		return NewLocal(c, append(slices.Clone(opts), extra...)...)
+	})
 }
 
-func newSet(p Policies, mk func(Config) (*Limiter, error)) (*Set, error) {
-	cfgs, err := p.scopedAll()
+func newSet(p Policies, mk func(Config, ...Option) (*Limiter, error)) (*Set, error) {
+	s := &Set{mk: mk}
+	st, err := s.build(p, nil)
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{limiters: make(map[string]*Limiter, len(cfgs)), names: make([]string, 0, len(cfgs))}
-	for _, c := range cfgs {
-		l, err := mk(c)
-		if err != nil {
-			return nil, &PolicyError{Policy: c.Name, Err: err}
-		}
-		s.limiters[c.Name] = l
-		s.names = append(s.names, c.Name)
-	}
+	s.state.Store(st)
 	return s, nil
 }
 
 // Get returns the Limiter of the named policy, or an error wrapping
-// strategy.ErrInvalidOption that lists the policies there are.
+// strategy.ErrInvalidOption that lists the policies there are. It reads the
+// policies in force (see Update) without locking: call it per decision
+// rather than keeping the Limiter, so that a reload reaches the caller.
 func (s *Set) Get(name string) (*Limiter, error) {
-	if l, ok := s.limiters[name]; ok {
+	st := s.state.Load()
+	if l, ok := st.limiters[name]; ok {
 		return l, nil
 	}
-	quoted := make([]string, len(s.names))
-	for i, n := range s.names {
+	quoted := make([]string, len(st.names))
+	for i, n := range st.names {
 		quoted[i] = quote.Value(n)
 	}
-	return nil, fmt.Errorf("%w: ratelimit: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
+	return nil, fmt.Errorf("%w: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
-// Names returns the policy names, sorted.
-func (s *Set) Names() []string { return slices.Clone(s.names) }
+// Names returns the names of the policies in force, sorted.
+func (s *Set) Names() []string { return slices.Clone(s.state.Load().names) }
 
 // ParsePolicies decodes policies from JSON (the format is in the Policies
 // doc) and validates them. Field names are lowercase and exact; an unknown
@@ -263,11 +274,48 @@ func (p *Policies) UnmarshalJSON(data []byte) error {
 		out[e.key] = c
 	}
 	if err := out.Validate(); err != nil {
-		return err
+		return jsonNamed(err)
 	}
 	*p = out
 	return nil
 }
+
+// jsonNamed makes a validation error of a policy read from JSON name the
+// JSON field at fault, not the Go one: "on_failure must", not "OnFailure
+// must".
+func jsonNamed(err error) error {
+	var pe *PolicyError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if pe.Field == "" {
+		pe = policyError(pe.Policy, pe.Err)
+	}
+	if pe.Field == "" {
+		return err
+	}
+	return &PolicyError{Policy: pe.Policy, Field: pe.Field, Err: jsonMessage{pe.Err, pe.Field}}
+}
+
+// jsonMessage is an error whose message names a Config field by its JSON
+// name; it unwraps to the original.
+type jsonMessage struct {
+	err   error
+	field string
+}
+
+func (m jsonMessage) Error() string {
+	msg := m.err.Error()
+	for _, f := range configFields {
+		if f.jsonName == m.field {
+			msg = strings.Replace(msg, f.goName+" must", f.jsonName+" must", 1)
+			msg = strings.Replace(msg, f.goName+":", f.jsonName+":", 1)
+		}
+	}
+	return msg
+}
+
+func (m jsonMessage) Unwrap() error { return m.err }
 
 // MarshalJSON encodes the policies in the format UnmarshalJSON reads, with
 // windows as Go duration strings ("1m0s"), omitting zero fields.
@@ -282,14 +330,7 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 		k, _ := json.Marshal(name)
 		b.Write(k)
 		b.WriteByte(':')
-		pj := policyJSON{
-			Algorithm: string(c.Algorithm), Limit: c.Limit, Window: c.Window.String(),
-			Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
-			OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
-		}
-		if c.Timeout != 0 {
-			pj.Timeout = c.Timeout.String()
-		}
+		pj := toJSON(c)
 		v, err := json.Marshal(pj)
 		if err != nil {
 			return nil, err
@@ -300,22 +341,71 @@ func (p Policies) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// toJSON returns the JSON form of c.
+func toJSON(c Config) *policyJSON {
+	pj := &policyJSON{
+		Algorithm: string(c.Algorithm), Limit: &c.Limit, Window: c.Window.String(),
+		Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix,
+		OnFailure: string(c.OnFailure), LocalShare: c.LocalShare,
+		Mode: string(c.Mode),
+	}
+	for _, r := range c.Rules {
+		pj.Rules = append(pj.Rules, ruleJSON{Algorithm: string(r.Algorithm), Limit: r.Limit.Limit, Window: r.Limit.Window.String()})
+	}
+	if c.Algorithm == Multi {
+		pj.Limit, pj.Window = nil, ""
+	}
+	if len(c.Tiers) > 0 {
+		pj.Tiers = make(map[string]tierJSON, len(c.Tiers))
+		for name, t := range c.Tiers {
+			pj.Tiers[name] = tierJSON{Limit: t.Limit, Burst: t.Burst}
+		}
+	}
+	if c.Timeout != 0 {
+		pj.Timeout = c.Timeout.String()
+	}
+	if c.Candidate != nil {
+		pj.Candidate = toJSON(*c.Candidate)
+	}
+	return pj
+}
+
 // policyJSON is the JSON form of one policy, for MarshalJSON.
 type policyJSON struct {
-	Algorithm  string  `json:"algorithm"`
-	Limit      int64   `json:"limit"`
-	Window     string  `json:"window"`
-	Burst      int64   `json:"burst,omitempty"`
-	Shards     int     `json:"shards,omitempty"`
-	Prefix     string  `json:"prefix,omitempty"`
-	OnFailure  string  `json:"on_failure,omitempty"`
-	LocalShare float64 `json:"local_share,omitempty"`
-	Timeout    string  `json:"timeout,omitempty"`
+	Algorithm  string              `json:"algorithm"`
+	Limit      *int64              `json:"limit,omitempty"`
+	Window     string              `json:"window,omitempty"`
+	Burst      int64               `json:"burst,omitempty"`
+	Shards     int                 `json:"shards,omitempty"`
+	Prefix     string              `json:"prefix,omitempty"`
+	Rules      []ruleJSON          `json:"rules,omitempty"`
+	Mode       string              `json:"mode,omitempty"`
+	Tiers      map[string]tierJSON `json:"tiers,omitempty"`
+	OnFailure  string              `json:"on_failure,omitempty"`
+	LocalShare float64             `json:"local_share,omitempty"`
+	Timeout    string              `json:"timeout,omitempty"`
+	Candidate  *policyJSON         `json:"candidate,omitempty"`
+}
+
+// ruleJSON is the JSON form of one rule.
+type ruleJSON struct {
+	Algorithm string `json:"algorithm"`
+	Limit     int64  `json:"limit"`
+	Window    string `json:"window"`
+}
+
+// tierJSON is the JSON form of one tier.
+type tierJSON struct {
+	Limit int64 `json:"limit"`
+	Burst int64 `json:"burst,omitempty"`
 }
 
 // decodePolicy decodes one policy object, field by field, so that every
 // error names its field.
-func decodePolicy(data []byte) (Config, error) {
+func decodePolicy(data []byte) (Config, error) { return decodePolicyAt(data, 0) }
+
+// decodePolicyAt is decodePolicy for a policy at depth (1: a candidate).
+func decodePolicyAt(data []byte, depth int) (Config, error) {
 	var c Config
 	entries, err := objectEntries(data, maxPolicyFields, "fields")
 	if err != nil {
@@ -376,6 +466,37 @@ func decodePolicy(data []byte) (Config, error) {
 			} else {
 				c.OnFailure = FailurePolicy(s)
 			}
+		case "mode":
+			var m string
+			if err := json.Unmarshal(e.value, &m); err != nil {
+				return c, fieldErr(typeError("a string", e.value))
+			}
+			c.Mode = Mode(m)
+		case "candidate":
+			if depth > 0 {
+				return c, fieldErr(fmt.Errorf("%w: a candidate cannot have a candidate", strategy.ErrInvalidOption))
+			}
+			cand, err := decodePolicyAt(e.value, depth+1)
+			if err != nil {
+				var pe *PolicyError
+				if errors.As(err, &pe) && pe.Field != "" {
+					return c, &PolicyError{Field: "candidate." + pe.Field, Err: pe.Err}
+				}
+				return c, fieldErr(err)
+			}
+			c.Candidate = &cand
+		case "rules":
+			rules, err := decodeRules(e.value)
+			if err != nil {
+				return c, fieldErr(err)
+			}
+			c.Rules = rules
+		case "tiers":
+			tiers, err := decodeTiers(e.value)
+			if err != nil {
+				return c, fieldErr(err)
+			}
+			c.Tiers = tiers
 		case "local_share":
 			var f float64
 			if err := json.Unmarshal(e.value, &f); err != nil {
@@ -386,7 +507,11 @@ func decodePolicy(data []byte) (Config, error) {
 			return c, fieldErr(fmt.Errorf("%w: unknown field; the fields are %s", strategy.ErrInvalidOption, policyFields))
 		}
 	}
-	for _, required := range []string{"algorithm", "limit", "window"} {
+	required := []string{"algorithm", "limit", "window"}
+	if c.Algorithm == Multi {
+		required = []string{"rules"}
+	}
+	for _, required := range required {
 		if !slices.ContainsFunc(entries, func(e entry) bool { return e.key == required }) {
 			return c, &PolicyError{Field: required, Err: fmt.Errorf("%w: missing", strategy.ErrInvalidOption)}
 		}
@@ -396,9 +521,105 @@ func decodePolicy(data []byte) (Config, error) {
 
 // maxPolicyFields bounds the members of one policy object: the fields
 // there are, once each.
-const maxPolicyFields = 9
+const maxPolicyFields = 13
 
-const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "on_failure", "local_share", "timeout"`
+const policyFields = `"algorithm", "limit", "window", "burst", "shards", "prefix", "rules", "candidate", "mode", "tiers", "on_failure", "local_share", "timeout"`
+
+// decodeRules decodes "rules": an array of at most multilimit.MaxRules
+// objects with "algorithm", "limit" and "window", all required.
+func decodeRules(data []byte) ([]Rule, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, typeError("an array of rules", data)
+	}
+	if len(raw) > multilimit.MaxRules {
+		return nil, fmt.Errorf("%w: want at most %d rules (multilimit.MaxRules), got %d", strategy.ErrInvalidOption, multilimit.MaxRules, len(raw))
+	}
+	rules := make([]Rule, 0, len(raw))
+	for i, r := range raw {
+		fields, err := objectEntries(r, 3, "fields")
+		if err != nil {
+			return nil, fmt.Errorf("%w: rule %d: %w", strategy.ErrInvalidOption, i, err)
+		}
+		var rule Rule
+		seen := 0
+		for _, f := range fields {
+			bad := func(want string) error {
+				return fmt.Errorf("rule %d: field %s: %w", i, quote.Value(f.key), typeError(want, f.value))
+			}
+			switch f.key {
+			case "algorithm":
+				var a string
+				if json.Unmarshal(f.value, &a) != nil {
+					return nil, bad("a string")
+				}
+				rule.Algorithm = Algorithm(a)
+			case "limit":
+				if json.Unmarshal(f.value, &rule.Limit.Limit) != nil {
+					return nil, bad("an integer")
+				}
+			case "window":
+				var w string
+				if json.Unmarshal(f.value, &w) != nil {
+					return nil, bad(`a duration string like "1m"`)
+				}
+				d, err := time.ParseDuration(w)
+				if err != nil {
+					return nil, fmt.Errorf("%w: rule %d: want a duration string like \"1m\", got %s", strategy.ErrInvalidOption, i, quote.Value(w))
+				}
+				rule.Limit.Window = d
+			default:
+				return nil, fmt.Errorf("%w: rule %d: unknown field %s; the fields are \"algorithm\", \"limit\" and \"window\"", strategy.ErrInvalidOption, i, quote.Value(f.key))
+			}
+			seen++
+		}
+		if seen != 3 {
+			return nil, fmt.Errorf("%w: rule %d: \"algorithm\", \"limit\" and \"window\" are required", strategy.ErrInvalidOption, i)
+		}
+		rules = append(rules, rule)
+	}
+	return rules, nil
+}
+
+// decodeTiers decodes "tiers": an object of tier names to objects with
+// "limit" (required) and "burst".
+func decodeTiers(data []byte) (map[string]Limit, error) {
+	entries, err := objectEntries(data, MaxTiers, "tiers (MaxTiers)")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
+	}
+	tiers := make(map[string]Limit, len(entries))
+	for _, e := range entries {
+		if _, dup := tiers[e.key]; dup {
+			return nil, fmt.Errorf("%w: tier %s appears twice", strategy.ErrInvalidOption, quote.Value(e.key))
+		}
+		fields, err := objectEntries(e.value, 2, "fields")
+		if err != nil {
+			return nil, fmt.Errorf("%w: tier %s: %w", strategy.ErrInvalidOption, quote.Value(e.key), err)
+		}
+		var lim Limit
+		var hasLimit bool
+		for _, f := range fields {
+			if f.key != "limit" && f.key != "burst" {
+				return nil, fmt.Errorf("%w: tier %s: unknown field %s; the fields are \"limit\" and \"burst\"", strategy.ErrInvalidOption, quote.Value(e.key), quote.Value(f.key))
+			}
+			var n int64
+			if err := json.Unmarshal(f.value, &n); err != nil {
+				return nil, fmt.Errorf("tier %s: field %s: %w", quote.Value(e.key), quote.Value(f.key), typeError("an integer", f.value))
+			}
+			if f.key == "limit" {
+				lim.Limit, hasLimit = n, true
+			} else {
+				lim.Burst = n
+			}
+		}
+		if !hasLimit {
+			return nil, fmt.Errorf("%w: tier %s: \"limit\" missing", strategy.ErrInvalidOption, quote.Value(e.key))
+		}
+		tiers[e.key] = lim
+	}
+	return tiers, nil
+}
 
 func typeError(want string, got json.RawMessage) error {
 	return fmt.Errorf("%w: want %s, got %s", strategy.ErrInvalidOption, want, prefixOf(got))

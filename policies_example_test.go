@@ -79,5 +79,5 @@ func ExampleNewSet() {
 	})
 	fmt.Println(set == nil, err)
 	// Output:
-	// true ratelimit: policy "upload": invalid limit: Limit must be >= 0, got -1000
+	// true ratelimit: policy "upload": field "limit": invalid limit: Limit must be >= 0, got -1000
 }

@@ -61,35 +61,35 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 		is   error
 	}{
 		{"unknown algorithm", `{"login": {"algorithm": "leaky", "limit": 5, "window": "1m"}}`,
-			[]string{`policy "login"`, "Algorithm must be one of", `"leaky"`}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "algorithm"`, "algorithm must be one of", `"leaky"`}, strategy.ErrInvalidOption},
 		{"unparsable duration", fmt.Sprintf(`{"login": {"algorithm": %q, "limit": 5, "window": "1x"}}`, a),
 			[]string{`policy "login"`, `field "window"`, `"1x"`}, strategy.ErrInvalidOption},
 		{"unknown failure policy", `{"login": {` + ok + `, "on_failure": "maybe"}}`,
-			[]string{`policy "login"`, "OnFailure", `"maybe"`}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "on_failure"`, "on_failure must be", `"maybe"`}, strategy.ErrInvalidOption},
 		{"local share out of range", `{"login": {` + ok + `, "on_failure": "local", "local_share": 2}}`,
-			[]string{`policy "login"`, "LocalShare"}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "local_share"`, "local_share must be in [0, 1]"}, strategy.ErrInvalidOption},
 		{"local share as string", `{"login": {` + ok + `, "local_share": "half"}}`,
 			[]string{`policy "login"`, `field "local_share"`, "want a number"}, strategy.ErrInvalidOption},
 		{"negative timeout", `{"login": {` + ok + `, "timeout": "-1s"}}`,
-			[]string{`policy "login"`, "Timeout must be >= 0"}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "timeout"`, "timeout must be >= 0"}, strategy.ErrInvalidOption},
 		{"unparsable timeout", `{"login": {` + ok + `, "timeout": "soon"}}`,
 			[]string{`policy "login"`, `field "timeout"`, `"soon"`}, strategy.ErrInvalidOption},
 		{"duration as number", fmt.Sprintf(`{"login": {"algorithm": %q, "limit": 5, "window": 60}}`, a),
 			[]string{`policy "login"`, `field "window"`, "got 60"}, strategy.ErrInvalidOption},
 		{"zero window", fmt.Sprintf(`{"search": {"algorithm": %q, "limit": 5, "window": "0s"}}`, a),
-			[]string{`policy "search"`, "Window must be > 0"}, strategy.ErrInvalidLimit},
+			[]string{`policy "search"`, `field "window"`, "window must be > 0"}, strategy.ErrInvalidLimit},
 		{"sub-millisecond window", fmt.Sprintf(`{"search": {"algorithm": %q, "limit": 5, "window": "1.5ms"}}`, a),
-			[]string{`policy "search"`, "Window must be a whole number of milliseconds"}, strategy.ErrInvalidLimit},
+			[]string{`policy "search"`, `field "window"`, "window must be a whole number of milliseconds"}, strategy.ErrInvalidLimit},
 		{"limit as string", fmt.Sprintf(`{"login": {"algorithm": %q, "limit": "5", "window": "1m"}}`, a),
 			[]string{`policy "login"`, `field "limit"`, "want an integer"}, strategy.ErrInvalidOption},
 		{"fractional limit", fmt.Sprintf(`{"login": {"algorithm": %q, "limit": 5.5, "window": "1m"}}`, a),
 			[]string{`policy "login"`, `field "limit"`}, strategy.ErrInvalidOption},
 		{"negative limit", fmt.Sprintf(`{"login": {"algorithm": %q, "limit": -1, "window": "1m"}}`, a),
-			[]string{`policy "login"`, "Limit must be >= 0"}, strategy.ErrInvalidLimit},
+			[]string{`policy "login"`, `field "limit"`, "limit must be >= 0"}, strategy.ErrInvalidLimit},
 		{"negative burst", fmt.Sprintf(`{"upload": {"algorithm": %q, "limit": 5, "window": "1m", "burst": -2}}`, a),
-			[]string{`policy "upload"`, "Burst must be >= 0"}, strategy.ErrInvalidLimit},
+			[]string{`policy "upload"`, `field "burst"`, "burst must be >= 0"}, strategy.ErrInvalidLimit},
 		{"negative shards", fmt.Sprintf(`{"upload": {"algorithm": %q, "limit": 5, "window": "1m", "shards": -1}}`, a),
-			[]string{`policy "upload"`, "Shards must be >= 0"}, strategy.ErrInvalidOption},
+			[]string{`policy "upload"`, `field "shards"`, "shards must be >= 0"}, strategy.ErrInvalidOption},
 		{"braces in prefix", fmt.Sprintf(`{"upload": {"algorithm": %q, "limit": 5, "window": "1m", "prefix": "{x}"}}`, a),
 			[]string{`policy "upload"`, "prefix"}, strategy.ErrInvalidOption},
 		{"unknown field", `{"login": {` + ok + `, "limt": 5}}`,
@@ -113,6 +113,16 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 		{"not an object", `[]`, []string{"policies", "want a JSON object"}, strategy.ErrInvalidOption},
 		{"not JSON", `{"login": `, []string{"policies", "invalid JSON"}, strategy.ErrInvalidOption},
 		{"data after the object", `{} {}`, []string{"policies", "after the object"}, strategy.ErrInvalidOption},
+		{"unknown mode", `{"login": {` + ok + `, "mode": "loud"}}`,
+			[]string{`policy "login"`, `field "mode"`, `"loud"`}, strategy.ErrInvalidOption},
+		{"tier not an object", `{"login": {` + ok + `, "tiers": {"pro": 5}}}`,
+			[]string{`policy "login"`, `field "tiers"`, "want a JSON object"}, strategy.ErrInvalidOption},
+		{"tier without a limit", `{"login": {` + ok + `, "tiers": {"pro": {"burst": 5}}}}`,
+			[]string{`policy "login"`, `field "tiers"`, `"limit" missing`}, strategy.ErrInvalidOption},
+		{"tier with an unknown field", `{"login": {` + ok + `, "tiers": {"pro": {"limit": 5, "window": "1m"}}}}`,
+			[]string{`policy "login"`, `field "tiers"`, `unknown field "window"`}, strategy.ErrInvalidOption},
+		{"negative tier limit", `{"login": {` + ok + `, "tiers": {"pro": {"limit": -5}}}}`,
+			[]string{`policy "login"`, `field "tiers"`, `tier "pro"`, "Limit must be >= 0"}, strategy.ErrInvalidLimit},
 		{"shared namespace", `{"ab": {` + ok + `}, "b": {` + ok + `, "prefix": "rl:a"}}`,
 			[]string{`policy "b"`, `field "prefix"`, `"rl:ab:"`, `policy "ab"`}, strategy.ErrInvalidOption},
 	} {
@@ -132,6 +142,11 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 			var pe *ratelimit.PolicyError
 			if strings.Contains(c.want[0], "policy ") && (!errors.As(err, &pe) || !strings.Contains(c.want[0], fmt.Sprintf("%q", pe.Policy))) {
 				t.Errorf("error %q is not a *PolicyError for %s", err, c.want[0])
+			}
+			for _, goName := range []string{"OnFailure", "LocalShare", "Timeout must", "Window must", "Algorithm must", "Shards must", "Burst must"} {
+				if strings.Contains(err.Error(), goName) {
+					t.Errorf("error %q names the Go field %s, want the JSON one", err, goName)
+				}
 			}
 			if strings.Count(err.Error(), "ratelimit:") != 1 {
 				t.Errorf("error %q repeats its prefix", err)

@@ -1,19 +1,41 @@
-// Package ratelimit is the facade of a library of interchangeable,
-// Redis-backed rate-limiting strategies. A service builds one Limiter per
-// endpoint from a Config, picking the exact sliding log or a cheaper
-// approximation, and can swap one for another without touching call sites.
+// Package ratelimit limits how often users, API keys or IPs may act, across
+// many servers, through Redis.
 //
-// The algorithms live in packages of their own, each with New (Redis) and
-// NewLocal (an in-process twin); package strategy holds their contract. The
-// Limiter adds what a service needs around them: configuration by name,
-// sharding of hot subjects, and (see the package's options) the clock.
+// Build one Limiter per endpoint from a Config that names an algorithm,
+// then ask it before each request:
 //
-// A Limiter is safe for concurrent use.
+//	l, err := ratelimit.New(rdb, ratelimit.Config{
+//		Algorithm: ratelimit.SlidingLog, Limit: 100, Window: time.Minute,
+//	})
+//	r, err := l.Allow(ctx, "user:42")
+//	if !r.Allowed { /* 429, retry after r.RetryAfter */ }
+//
+// The algorithms trade exactness for memory (see Algorithm and the README's
+// comparison): the sliding log and compact log are exact, the others store
+// one or two integers per subject. Each lives in a package of its own with
+// an in-process twin (NewLocal); package strategy holds their contract,
+// and Wrap puts any strategy.Strategy (sharded, multilimit, your own)
+// behind the same Limiter.
+//
+// What a Limiter adds around a strategy:
+//   - a failure policy for when Redis is down or slow (FailurePolicy,
+//     Config.Timeout, Breaker): open, closed, or a local twin;
+//   - a cache of denials that saves round trips (WithDenyCache);
+//   - an Observer told of every decision (package ratelimitotel);
+//   - Wait, which blocks until a request may pass;
+//   - Policies: named Configs from JSON, built into a Set;
+//   - changes on live traffic: shadow mode (Mode), per-subject limits
+//     (Tiers), refunds (RefundN).
+//
+// Package httplimit is HTTP middleware over a Limiter; package batch shares
+// Redis pipelines among concurrent decisions. A Limiter is safe for
+// concurrent use.
 package ratelimit
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -22,9 +44,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/compactlog"
+	"github.com/ratekit/ratelimit/compare"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -41,35 +65,41 @@ type Limit = strategy.Limit
 // Never is the RetryAfter of a request that can never pass.
 const Never = strategy.Never
 
-// Algorithm names a rate-limiting algorithm.
-type Algorithm string
+// Algorithm names a rate-limiting algorithm; see strategy.Algorithm.
+type Algorithm = strategy.Algorithm
 
 // The algorithms a Config can name.
 const (
-	// SlidingLog is exact: a sorted set of every unit in the window. Memory
-	// grows with the limit. Package slidinglog.
-	SlidingLog Algorithm = "sliding_log"
+	// SlidingLog is exact: a sorted set of every request in the window.
+	// Memory grows with the requests in the window. Package slidinglog.
+	SlidingLog = strategy.SlidingLog
 	// CompactLog makes the sliding log's exact decisions from one compact
 	// string per subject: 1 to 6 bytes per unit in the window (2 for
 	// windows up to 65.5 s), Limit at most compactlog.MaxLimit. Package
 	// compactlog.
-	CompactLog Algorithm = "compact_log"
+	CompactLog = strategy.CompactLog
 	// FixedWindow counts units per window aligned to multiples of Window
 	// since the epoch: one integer per subject, but up to twice the limit
 	// across a window boundary. Package fixedwindow.
-	FixedWindow Algorithm = "fixed_window"
+	FixedWindow = strategy.FixedWindow
 	// TokenBucket holds up to Burst (default Limit) tokens refilled at Limit
 	// per Window, exactly: one small hash per subject. Package tokenbucket.
-	TokenBucket Algorithm = "token_bucket"
+	TokenBucket = strategy.TokenBucket
 	// GCRA is the generic cell rate algorithm: the token bucket's decisions
 	// from one stored instant per subject. Package gcra.
-	GCRA Algorithm = "gcra"
+	GCRA = strategy.GCRA
 	// SlidingCounter approximates the sliding window from the current and
 	// previous fixed windows' counts, interpolated: one integer per subject,
 	// at most about twice the limit in the worst sliding window, the limit
 	// in every aligned one. Package slidingcounter.
-	SlidingCounter Algorithm = "sliding_counter"
+	SlidingCounter = strategy.SlidingCounter
+	// Multi enforces Config.Rules together, all or nothing: several limits
+	// on one subject (10 a second and 1,000 an hour). Package multilimit.
+	Multi Algorithm = "multi"
 )
+
+// Rule is one limit of a Multi Config; see multilimit.Rule.
+type Rule = multilimit.Rule
 
 // algorithm is how the facade builds one algorithm.
 type algorithm struct {
@@ -77,58 +107,31 @@ type algorithm struct {
 	newLocal func(strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
 }
 
-var algorithms = map[Algorithm]algorithm{
-	SlidingLog: {
+// pair adapts an algorithm package's two constructors.
+func pair[R, L strategy.Strategy](
+	r func(redis.Scripter, strategy.Limit, ...strategy.Option) (R, error),
+	l func(strategy.Limit, ...strategy.Option) (L, error)) algorithm {
+	return algorithm{
 		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return slidinglog.New(rdb, lim, o...)
+			return r(rdb, lim, o...)
 		},
 		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return slidinglog.NewLocal(lim, o...)
+			return l(lim, o...)
 		},
-	},
-	CompactLog: {
-		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return compactlog.New(rdb, lim, o...)
-		},
-		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return compactlog.NewLocal(lim, o...)
-		},
-	},
-	FixedWindow: {
-		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return fixedwindow.New(rdb, lim, o...)
-		},
-		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return fixedwindow.NewLocal(lim, o...)
-		},
-	},
-	TokenBucket: {
-		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return tokenbucket.New(rdb, lim, o...)
-		},
-		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return tokenbucket.NewLocal(lim, o...)
-		},
-	},
-	SlidingCounter: {
-		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return slidingcounter.New(rdb, lim, o...)
-		},
-		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return slidingcounter.NewLocal(lim, o...)
-		},
-	},
-	GCRA: {
-		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return gcra.New(rdb, lim, o...)
-		},
-		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return gcra.NewLocal(lim, o...)
-		},
-	},
+	}
 }
 
-// Algorithms returns the valid algorithm names, sorted.
+var algorithms = map[Algorithm]algorithm{
+	SlidingLog:     pair(slidinglog.New, slidinglog.NewLocal),
+	CompactLog:     pair(compactlog.New, compactlog.NewLocal),
+	FixedWindow:    pair(fixedwindow.New, fixedwindow.NewLocal),
+	TokenBucket:    pair(tokenbucket.New, tokenbucket.NewLocal),
+	SlidingCounter: pair(slidingcounter.New, slidingcounter.NewLocal),
+	GCRA:           pair(gcra.New, gcra.NewLocal),
+}
+
+// Algorithms returns the names of the single algorithms, sorted (Multi,
+// which combines some of them, is not among them).
 func Algorithms() []Algorithm {
 	names := make([]Algorithm, 0, len(algorithms))
 	for a := range algorithms {
@@ -139,7 +142,8 @@ func Algorithms() []Algorithm {
 }
 
 // Config describes one limiter. The zero Config is invalid: Algorithm,
-// Limit and Window are required.
+// Limit and Window are required (New, NewLocal). Wrap takes only the name
+// and the failure handling from it.
 type Config struct {
 	Name      string        // the policy's name, for telemetry and headers (e.g. "login"); optional
 	Algorithm Algorithm     // one of Algorithms()
@@ -148,115 +152,73 @@ type Config struct {
 	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
 	Shards    int           // > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
 	Prefix    string        // key namespace; default "rl:"
+	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
 
-	// When Redis fails (New only; see FailurePolicy and Breaker):
+	// Candidate is another algorithm (or limit) to try beside this one on
+	// the same traffic, in shadow: every allowed or denied request is also
+	// decided by the candidate on its own keys, its decision never reaching
+	// the caller, and the Observer gets each agreement outcome (Decision
+	// Op "compare"). Only its strategy fields count (Algorithm, Limit,
+	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
+	// Config's, so that promoting it (a Config like the candidate, in Set.
+	// Update) keeps the state it built. See package compare.
+	Candidate *Config
+
+	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
+	// record as usual, but never deny (see Mode).
+	Mode Mode
+	// Tiers are other limits for some subjects (free, pro...), by name:
+	// Limiter.Tier(name) decides under one. Each has Limit and Burst; its
+	// Window must be 0 or Config's. See Limiter.Tier for what a subject
+	// keeps when its tier changes. At most MaxTiers.
+	Tiers map[string]Limit
+
+	// When Redis fails (New and Wrap; see FailurePolicy and Breaker):
 	OnFailure  FailurePolicy // FailOpen (the default, ""), FailClosed or FailLocal
-	LocalShare float64       // FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1
+	LocalShare float64       // FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1 (New only)
 	Timeout    time.Duration // longest wait on Redis per call, <= MaxTimeout; 0 means DefaultTimeout; the caller's ctx deadline wins when sooner
 }
 
-// Limit returns the strategy.Limit of c.
+// Mode says whether a Limiter enforces its decisions.
+type Mode string
+
+// The modes.
+const (
+	// ModeEnforce denies what the strategy denies.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow decides and records as enforcement would, but lets every
+	// request through: a denial comes back with Allowed true and
+	// Result.Shadow set, its other fields those of the denial; the
+	// Observer sees it (ratelimitotel counts shadow denials apart), and
+	// httplimit sends the headers but never 429. Use it to try a new
+	// limit on live traffic before enforcing it.
+	ModeShadow Mode = "shadow"
+)
+
+// MaxTiers is the most tiers a Config may name.
+const MaxTiers = 64
+
+// limit returns the strategy.Limit of c.
 func (c Config) limit() strategy.Limit {
 	return strategy.Limit{Limit: c.Limit, Window: c.Window, Burst: c.Burst}
 }
 
-// Option configures a Limiter beyond its Config.
-type Option func(*options)
-
-type options struct {
-	clock    strategy.Clock
-	observer Observer
-
-	breaker     *Breaker // WithBreaker
-	denyCache   int      // WithDenyCache: max subjects; 0 is off
-	maxSubjects int      // WithMaxSubjects; 0 is the default
-	err         error    // the first invalid option
-}
-
-// WithMaxSubjects bounds the subjects the limiter holds in this process:
-// the twin of a Limiter built by NewLocal, and the FailLocal twin of one
-// built by New (default strategy.DefaultMaxSubjects, 1,048,576; the denial
-// cache has its own bound, see WithDenyCache). When the bound is reached, a
-// new subject evicts the least recently used one of the 1/64 of subjects
-// that share its stripe, in O(1), and the eviction is counted in
-// Decision.Evicted and Limiter.Evicted. An evicted subject starts fresh, with
-// its full capacity, on its next request: the limiter then allows more
-// than the limit to the subjects it evicted, which is why the bound should
-// sit well above the subjects active within one window, so that only an
-// abusive rotation of keys (random IPs, forged API keys) evicts. Idle
-// subjects are freed within about one window whatever the bound. n must be
-// >= 1. Subjects in Redis are not bounded by it: each has a TTL.
-func WithMaxSubjects(n int) Option {
-	return func(o *options) {
-		if n < 1 && o.err == nil {
-			o.err = fmt.Errorf("%w: WithMaxSubjects: n must be >= 1, got %d", strategy.ErrInvalidOption, n)
-		}
-		o.maxSubjects = n
-	}
-}
-
-// WithObserver makes the limiter report every decision to obs (telemetry,
-// logging). A nil obs is ignored.
-func WithObserver(obs Observer) Option {
-	return func(o *options) {
-		if obs != nil {
-			o.observer = obs
-		}
-	}
-}
-
-// Decision is what a Limiter reports to its Observer after each decision.
-// It holds no subject key: keys are unbounded in number and may be personal
-// data, so telemetry must never see them.
-type Decision struct {
-	Policy    string        // Config.Name
-	Algorithm Algorithm     // Config.Algorithm
-	Op        string        // "allow", "peek" or "reset"
-	N         int64         // the cost asked for (AllowN)
-	Result    Result        // the outcome; zero when Err is set
-	Err       error         // the error returned to the caller, if any
-	Start     time.Time     // when the decision started
-	Duration  time.Duration // how long it took
-
-	Degraded bool         // the failure policy decided (Result.Degraded); Cause says why
-	Cause    error        // Degraded: the Redis failure, or ErrCircuitOpen (wrapped)
-	Cached   bool         // the denial cache decided, without a round trip (WithDenyCache)
-	Breaker  BreakerState // the circuit breaker's state after the decision (New only)
-
-	// Evicted is how many subjects the limiter's in-process structures (its
-	// twin, FailLocal twin or denial cache) evicted to make room for others
-	// since the previous decision reported to the Observer: summed over
-	// decisions it counts every eviction once, so a metric can add it up.
-	// Evictions mean more subjects than the bound within a window (see
-	// WithMaxSubjects).
-	Evicted int64
-}
-
-// Observer is told of every decision of a Limiter. Observe runs on the
-// caller's goroutine after the decision, with the caller's ctx, so it must
-// be quick and safe for concurrent use. Package ratelimitotel implements it
-// with OpenTelemetry.
-type Observer interface {
-	Observe(ctx context.Context, d Decision)
-}
-
-// WithClock makes the limiter use c instead of the Redis server's TIME. A nil
-// c is ignored. See strategy.WithClock.
-func WithClock(c strategy.Clock) Option {
-	return func(o *options) {
-		if c != nil {
-			o.clock = c
-		}
-	}
-}
-
-// Limiter enforces one Config. It is safe for concurrent use.
+// Limiter enforces one strategy, with the failure handling, denial cache
+// and Observer its Config and options set. It is safe for concurrent use.
 type Limiter struct {
-	cfg  Config
-	st   strategy.Strategy
-	obs  Observer
-	fail *failure // New only: timeout, breaker, policy, denial cache
-	ev   *evictions
+	cfg      Config
+	st       strategy.Strategy
+	obs      Observer
+	capacity int64    // st's (or the tier's): what a degraded Result reports
+	checked  bool     // st validates key and cost itself
+	shadow   bool     // Config.Mode is ModeShadow
+	fail     *failure // New and Wrap: timeout, breaker, policy, denial cache
+	ev       *evictions
+
+	tier     string              // the tier this Limiter decides under, or ""
+	lim      strategy.Limit      // the tier's Limit (Window 0: the strategy's own)
+	localLim strategy.Limit      // the tier's share under FailLocal
+	tiers    map[string]*Limiter // by name, built once
 }
 
 // evictions counts the subjects a Limiter's in-process structures evicted.
@@ -285,94 +247,257 @@ func (e *evictions) take() int64 {
 // those is in use.
 func (l *Limiter) Evicted() uint64 { return l.ev.total.Load() }
 
-// twinBound returns the strategy options that bound an in-process twin of
-// l, as o sets them, and count its evictions.
-func (l *Limiter) twinBound(o options) []strategy.Option {
-	so := []strategy.Option{strategy.WithOnEvict(l.ev.add)}
-	if o.maxSubjects > 0 {
-		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
-	}
-	return so
-}
-
 // New returns a Limiter for cfg that keeps its state in Redis through rdb (a
-// *redis.Client, *redis.ClusterClient or *redis.Ring). It fails, naming the
-// field, when cfg is invalid.
+// *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client). It
+// fails, naming the field, when cfg is invalid.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: ratelimit: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
 	}
-	l, err := build(cfg, opts, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
-		return a.newRedis(rdb, lim, so...)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := l.setupFailure(rdb, opts); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return assemble(rdb, cfg, opts)
 }
 
 // NewLocal returns a Limiter for cfg whose state lives in this process only:
-// each process enforces cfg on its own.
+// each process enforces cfg on its own. Its decisions never fail, so it has
+// no failure handling (OnFailure, Timeout and the breaker do not apply).
 func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
-	return build(cfg, opts, func(a algorithm, lim strategy.Limit, so []strategy.Option) (strategy.Strategy, error) {
-		return a.newLocal(lim, so...)
-	})
+	return assemble(nil, cfg, opts)
 }
 
-func build(cfg Config, opts []Option, mk func(algorithm, strategy.Limit, []strategy.Option) (strategy.Strategy, error)) (*Limiter, error) {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	a, ok := algorithms[cfg.Algorithm]
-	if !ok {
-		names := make([]string, 0, len(algorithms))
-		for _, n := range Algorithms() {
-			names = append(names, fmt.Sprintf("%q", n))
-		}
-		return nil, fmt.Errorf("%w: ratelimit: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(cfg.Algorithm)))
-	}
-	if cfg.Shards < 0 {
-		return nil, fmt.Errorf("%w: ratelimit: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)
-	}
-	if cfg.Shards > sharded.MaxShards {
-		return nil, fmt.Errorf("%w: Shards must be <= %d (sharded.MaxShards), got %d", strategy.ErrInvalidOption, sharded.MaxShards, cfg.Shards)
-	}
-	if err := cfg.limit().Validate(); err != nil {
-		return nil, fmt.Errorf("ratelimit: %w", err)
-	}
-	if err := checkFailure(cfg, &o); err != nil {
+// assemble is New, or NewLocal when rdb is nil.
+func assemble(rdb redis.Scripter, cfg Config, opts []Option) (*Limiter, error) {
+	o, err := apply(opts)
+	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, obs: o.observer, ev: new(evictions)}
-	so := append([]strategy.Option{strategy.WithClock(o.clock)}, l.twinBound(o)...)
-	if cfg.Prefix != "" {
-		so = append(so, strategy.WithPrefix(cfg.Prefix))
+	if err := checkFailure(cfg, false); err != nil {
+		return nil, err
 	}
-	var st strategy.Strategy
-	var err error
-	if cfg.Shards > 1 {
-		// each shard's strategy through the same constructor, with its share
-		st, err = sharded.New(cfg.Shards, cfg.limit(), func(lim strategy.Limit) (strategy.Strategy, error) {
-			return mk(a, lim, so)
-		})
-	} else {
-		st, err = mk(a, cfg.limit(), so)
-	}
+	ev := new(evictions)
+	rep := new(compareReport)
+	st, err := buildCompared(rdb, cfg, o, ev, rep)
 	if err != nil {
-		return nil, fmt.Errorf("ratelimit: %w", err)
+		return nil, err
 	}
-	l.st = st
+	var l *Limiter
+	switch {
+	case rdb != nil:
+		var fallback strategy.Strategy
+		if cfg.OnFailure == FailLocal {
+			if fallback, err = build(nil, cfg.local(), o, ev); err != nil {
+				return nil, err
+			}
+		}
+		if l, err = wrap(st, cfg, o, fallback, ev); err != nil {
+			return nil, err
+		}
+	default:
+		lim := st.Limit()
+		if cfg.Algorithm != Multi {
+			cfg.Limit, cfg.Window, cfg.Burst = lim.Limit, lim.Window, lim.Burst
+		}
+		l = &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: true, ev: ev}
+		if l, err = l.withTiers(); err != nil {
+			return nil, err
+		}
+	}
+	rep.l = l
 	return l, nil
 }
 
-// Config returns the configuration the Limiter enforces.
+// Wrap returns a Limiter that enforces st, any strategy.Strategy (one of
+// this module's, sharded, multilimit or your own), with the features New
+// gives: the failure policy, Timeout and breaker, the denial cache, the
+// Observer, Wait. From cfg it takes Name, Mode, Tiers, OnFailure and
+// Timeout; the fields that describe a strategy to build (Algorithm, Limit,
+// Window, Burst, Shards, Prefix, Rules, LocalShare) must be zero. FailLocal
+// needs WithFallback.
+//
+// st is called on the caller's goroutine when it implements
+// strategy.ContextHonourer and says so; otherwise on a worker goroutine, so
+// that Timeout holds whatever st does.
+func Wrap(st strategy.Strategy, cfg Config, opts ...Option) (*Limiter, error) {
+	if st == nil {
+		return nil, fmt.Errorf("%w: Wrap: strategy is nil", strategy.ErrInvalidOption)
+	}
+	o, err := apply(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFailure(cfg, true); err != nil {
+		return nil, err
+	}
+	return wrap(st, cfg, o, o.fallback, new(evictions))
+}
+
+// local returns the Config one process enforces under FailLocal:
+// LocalShare of each limit, rounded up so that a process allows at least
+// one unit of a non-zero limit.
+func (c Config) local() Config {
+	share := c.LocalShare
+	if share == 0 || share == 1 {
+		return c
+	}
+	scale := func(v int64) int64 {
+		if v == 0 {
+			return 0
+		}
+		return max(1, int64(math.Ceil(float64(v)*share-1e-9)))
+	}
+	c.Limit, c.Burst = scale(c.Limit), scale(c.Burst)
+	if len(c.Rules) > 0 {
+		rules := slices.Clone(c.Rules)
+		for i := range rules {
+			rules[i].Limit.Limit = scale(rules[i].Limit.Limit)
+		}
+		c.Rules = rules
+	}
+	return c
+}
+
+// build returns the strategy cfg describes: on Redis through rdb, or an
+// in-process twin when rdb is nil.
+func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.Strategy, error) {
+	so := []strategy.Option{strategy.WithClock(o.clock), strategy.WithOnEvict(ev.add)}
+	if o.maxSubjects > 0 {
+		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
+	}
+	if cfg.Prefix != "" {
+		so = append(so, strategy.WithPrefix(cfg.Prefix))
+	}
+	if cfg.Algorithm == Multi || len(cfg.Rules) > 0 {
+		return buildMulti(rdb, cfg, so)
+	}
+	a, ok := algorithms[cfg.Algorithm]
+	if !ok {
+		names := make([]string, 0, len(algorithms)+1)
+		for _, n := range append(Algorithms(), Multi) {
+			names = append(names, fmt.Sprintf("%q", n))
+		}
+		return nil, fmt.Errorf("%w: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(cfg.Algorithm)))
+	}
+	switch {
+	case cfg.Shards < 0:
+		return nil, fmt.Errorf("%w: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)
+	case cfg.Shards > sharded.MaxShards:
+		return nil, fmt.Errorf("%w: Shards must be <= %d (sharded.MaxShards), got %d", strategy.ErrInvalidOption, sharded.MaxShards, cfg.Shards)
+	}
+	mk := func(lim strategy.Limit) (strategy.Strategy, error) {
+		if rdb == nil {
+			return a.newLocal(lim, so...)
+		}
+		return a.newRedis(rdb, lim, so...)
+	}
+	if cfg.Shards > 1 {
+		// each shard's strategy through the same constructor, with its share
+		return sharded.New(cfg.Shards, cfg.limit(), mk)
+	}
+	return mk(cfg.limit())
+}
+
+// buildCompared returns the strategy cfg describes, with its candidate
+// beside it when it has one (see Config.Candidate), reporting each
+// comparison through rep.
+func buildCompared(rdb redis.Scripter, cfg Config, o options, ev *evictions, rep *compareReport) (strategy.Strategy, error) {
+	st, err := o.prebuilt, error(nil)
+	if st == nil {
+		st, err = build(rdb, cfg, o, ev)
+	}
+	if err != nil || cfg.Candidate == nil {
+		return st, err
+	}
+	cc, err := cfg.candidate()
+	if err != nil {
+		return nil, err
+	}
+	cand, err := build(rdb, cc, o, ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w (Candidate)", err)
+	}
+	opts := []compare.Option{compare.WithReport(rep.report)}
+	if rdb == nil {
+		opts = append(opts, compare.WithInline()) // twins: exact, and as cheap as the call
+	}
+	return compare.New(st, cand, opts...)
+}
+
+// strategyFields returns the fields of c that say which strategy it
+// builds, the others zero.
+func (c Config) strategyFields() Config {
+	return Config{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window, Burst: c.Burst,
+		Shards: c.Shards, Prefix: c.Prefix, Rules: c.Rules}
+}
+
+// candidate returns the Config of c's candidate, its Prefix defaulted to
+// c's, or an error naming what it must not set.
+func (c Config) candidate() (Config, error) {
+	cc := *c.Candidate
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Name", cc.Name != ""}, {"Mode", cc.Mode != ""}, {"Tiers", len(cc.Tiers) != 0},
+		{"OnFailure", cc.OnFailure != ""}, {"LocalShare", cc.LocalShare != 0},
+		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
+	} {
+		if f.set {
+			return cc, fmt.Errorf("%w: Candidate: %s must be empty: a candidate is only an algorithm and its limit", strategy.ErrInvalidOption, f.name)
+		}
+	}
+	if cc.Prefix == "" {
+		cc.Prefix = c.Prefix
+	}
+	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
+		return cc, fmt.Errorf("%w: Candidate: Prefix must differ from the policy's when Algorithm is the same (%q), or the two share keys", strategy.ErrInvalidOption, c.Algorithm)
+	}
+	return cc, nil
+}
+
+// compareReport tells a Limiter's Observer of each comparison its
+// candidate made. l is set once the Limiter is built.
+type compareReport struct{ l *Limiter }
+
+func (c *compareReport) report(ctx context.Context, _, candidate strategy.Result, o compare.Outcome) {
+	l := c.l
+	if l == nil || l.obs == nil {
+		return
+	}
+	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: opCompare,
+		Result: candidate, Agreement: o.String(), Start: time.Now()})
+}
+
+// buildMulti returns the multilimit strategy of a Multi cfg.
+func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.Strategy, error) {
+	switch {
+	case cfg.Algorithm != Multi:
+		return nil, fmt.Errorf("%w: Rules need Algorithm %q, got %s", strategy.ErrInvalidOption, Multi, quote.Value(string(cfg.Algorithm)))
+	case len(cfg.Rules) == 0:
+		return nil, fmt.Errorf("%w: Rules: Algorithm %q needs at least one rule", strategy.ErrInvalidOption, Multi)
+	case cfg.Limit != 0 || cfg.Window != 0 || cfg.Burst != 0:
+		return nil, fmt.Errorf("%w: Limit, Window and Burst must be 0 with Algorithm %q: each rule has its own", strategy.ErrInvalidOption, Multi)
+	case cfg.Shards > 1:
+		return nil, fmt.Errorf("%w: Shards must be 0 or 1 with Algorithm %q", strategy.ErrInvalidOption, Multi)
+	}
+	if rdb == nil {
+		return multilimit.NewLocal(cfg.Rules, so...)
+	}
+	return multilimit.New(rdb, cfg.Rules, so...)
+}
+
+// Config returns the configuration the Limiter enforces. For a Limiter made
+// by Wrap, Limit, Window and Burst are the strategy's Limit().
 func (l *Limiter) Config() Config { return l.cfg }
+
+// Limit returns the limit the Limiter enforces: its strategy's, or its
+// tier's (see Tier). With it a Limiter is a strategy.Strategy itself.
+func (l *Limiter) Limit() Limit {
+	if l.tier != "" {
+		return l.lim
+	}
+	return l.st.Limit()
+}
+
+var _ strategy.Strategy = (*Limiter)(nil)
 
 // Strategy returns the strategy that makes the decisions.
 func (l *Limiter) Strategy() strategy.Strategy { return l.st }
@@ -383,11 +508,10 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 }
 
 // AllowN decides whether key may spend n units now and records them only if
-// allowed. A denial is a Result with Allowed false, not an error. On a
-// Limiter built by New, the error is non-nil only for invalid input (an
-// empty or too long key, n < 0 or too large): when Redis fails or is too
-// slow, the failure policy decides and the Result has Degraded set (see
-// FailurePolicy, Config.Timeout, Breaker, WithDenyCache).
+// allowed. A denial is a Result with Allowed false, not an error. The error
+// is non-nil only for invalid input (an empty or too long key, n < 0 or too
+// large) or a caller's ctx that ended: when Redis fails or is too slow, the
+// failure policy decides and the Result has Degraded set (see FailurePolicy).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	return l.decide(ctx, opAllow, key, n)
 }
@@ -402,5 +526,18 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
 // twin). Unlike a decision it has no failure policy: when Redis fails, or
 // the breaker is open, it returns an error wrapping strategy.ErrBackend.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	return l.reset(ctx, key)
+	var start time.Time
+	if l.obs != nil {
+		start = time.Now()
+	}
+	var err error
+	if l.fail == nil {
+		err = l.st.Reset(ctx, key)
+	} else {
+		err = l.fail.reset(ctx, l.st, key)
+	}
+	if l.obs != nil {
+		l.report(ctx, opReset, 0, Result{}, err, outcome{}, start)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
 				if p, _ := l.Peek(ctx, "k"); p.Remaining != 3 {
 					t.Fatalf("Peek after Reset = %+v, want Remaining 3", p)
 				}
-				if got := l.Config(); got != cfg {
+				if got := l.Config(); !reflect.DeepEqual(got, cfg) {
 					t.Fatalf("Config() = %+v, want %+v", got, cfg)
 				}
 			})

@@ -75,7 +75,7 @@ func (o *options) fail(err error) {
 func WithMaxInFlight(k int) Option {
 	return func(o *options) {
 		if k < 1 || k > maxInFlight {
-			o.fail(fmt.Errorf("%w: batch: WithMaxInFlight: k must be in [1, %d], got %d", strategy.ErrInvalidOption, maxInFlight, k))
+			o.fail(fmt.Errorf("%w: WithMaxInFlight: k must be in [1, %d], got %d", strategy.ErrInvalidOption, maxInFlight, k))
 		}
 		o.inFlight = k
 	}
@@ -86,7 +86,7 @@ func WithMaxInFlight(k int) Option {
 func WithMaxBatch(n int) Option {
 	return func(o *options) {
 		if n < 1 || n > maxBatch {
-			o.fail(fmt.Errorf("%w: batch: WithMaxBatch: n must be in [1, %d], got %d", strategy.ErrInvalidOption, maxBatch, n))
+			o.fail(fmt.Errorf("%w: WithMaxBatch: n must be in [1, %d], got %d", strategy.ErrInvalidOption, maxBatch, n))
 		}
 		o.batch = n
 	}
@@ -98,7 +98,7 @@ func WithMaxBatch(n int) Option {
 func WithMaxQueue(n int) Option {
 	return func(o *options) {
 		if n < 1 || n > maxQueue {
-			o.fail(fmt.Errorf("%w: batch: WithMaxQueue: n must be in [1, %d], got %d", strategy.ErrInvalidOption, maxQueue, n))
+			o.fail(fmt.Errorf("%w: WithMaxQueue: n must be in [1, %d], got %d", strategy.ErrInvalidOption, maxQueue, n))
 		}
 		o.queue = n
 	}
@@ -140,7 +140,7 @@ var _ redis.Scripter = (*Client)(nil)
 // stops the Client, never rdb. Bad options are reported naming the option.
 func New(rdb redis.Scripter, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: batch: redis client is nil", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redis client is nil", strategy.ErrInvalidOption)
 	}
 	o := options{inFlight: DefaultMaxInFlight, batch: DefaultMaxBatch, queue: DefaultMaxQueue}
 	for _, opt := range opts {

@@ -398,11 +398,11 @@ func TestOptions(t *testing.T) {
 		opt  batch.Option
 		want string
 	}{
-		{"nil client", nil, nil, "batch: redis client is nil"},
-		{"in flight 0", raw, batch.WithMaxInFlight(0), "batch: WithMaxInFlight: k must be in [1, 256], got 0"},
-		{"in flight 257", raw, batch.WithMaxInFlight(257), "batch: WithMaxInFlight: k must be in [1, 256], got 257"},
-		{"batch 0", raw, batch.WithMaxBatch(0), "batch: WithMaxBatch: n must be in [1, 10000], got 0"},
-		{"queue -1", raw, batch.WithMaxQueue(-1), "batch: WithMaxQueue: n must be in [1, 1048576], got -1"},
+		{"nil client", nil, nil, "redis client is nil"},
+		{"in flight 0", raw, batch.WithMaxInFlight(0), "WithMaxInFlight: k must be in [1, 256], got 0"},
+		{"in flight 257", raw, batch.WithMaxInFlight(257), "WithMaxInFlight: k must be in [1, 256], got 257"},
+		{"batch 0", raw, batch.WithMaxBatch(0), "WithMaxBatch: n must be in [1, 10000], got 0"},
+		{"queue -1", raw, batch.WithMaxQueue(-1), "WithMaxQueue: n must be in [1, 1048576], got -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := batch.New(tc.rdb, tc.opt)
@@ -412,7 +412,7 @@ func TestOptions(t *testing.T) {
 			if !errors.Is(err, strategy.ErrInvalidOption) {
 				t.Errorf("error %v does not wrap ErrInvalidOption", err)
 			}
-			if !strings.HasSuffix(err.Error(), tc.want) || strings.Count(err.Error(), "batch:") != 1 {
+			if !strings.HasSuffix(err.Error(), tc.want) || strings.Count(err.Error(), "ratelimit:") != 1 {
 				t.Errorf("got %q, want it to end in %q with one prefix", err, tc.want)
 			}
 		})

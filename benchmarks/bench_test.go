@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
-	"github.com/ratekit/ratelimit/benchmarks/internal/redisproc"
 	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -25,7 +25,7 @@ const manySubjects = 10000
 var (
 	serversMu sync.Mutex
 	mr        *miniredis.Miniredis
-	srv       *redisproc.Server
+	srv       *testredis.Server
 	clients   = map[string]*redis.Client{}
 )
 
@@ -63,7 +63,7 @@ func client(b *testing.B, backend string) *redis.Client {
 		}
 		mr, addr = m, m.Addr()
 	case "redis":
-		s, err := redisproc.Start()
+		s, err := testredis.StartProcess()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,6 +113,7 @@ func (f floorStrategy) Peek(ctx context.Context, key string) (strategy.Result, e
 	return f.AllowN(ctx, key, 0)
 }
 func (floorStrategy) Reset(context.Context, string) error { return nil }
+func (floorStrategy) Limit() strategy.Limit               { return strategy.Limit{} } // no limit: it allows everything
 
 func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 	b.Helper()

@@ -52,7 +52,7 @@ func BenchmarkWorstCall(b *testing.B) {
 		})
 	})
 	b.Run(fmt.Sprintf("multilimit/allow_n=%d", n), func(b *testing.B) {
-		m, err := multilimit.New(rdb, []multilimit.Rule{{Algorithm: multilimit.SlidingLog, Limit: lim}}, strategy.WithPrefix("worst:ml:"))
+		m, err := multilimit.New(rdb, []multilimit.Rule{{Algorithm: strategy.SlidingLog, Limit: lim}}, strategy.WithPrefix("worst:ml:"))
 		if err != nil {
 			b.Fatal(err)
 		}

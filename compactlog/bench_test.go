@@ -1,6 +1,7 @@
 package compactlog_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
+
+var ctx = context.Background()
 
 // BenchmarkFullSubject is one subject kept full at its limit by a client
 // at the rate (every decision lets one unit leave and records one), on a

@@ -1,9 +1,7 @@
 package compactlog_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -23,14 +21,6 @@ import (
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
-
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, compactlog.New, compactlog.NewLocal)
-}
 
 // extraLimits give every entry width a turn: 1 byte (windows up to 256 ms),
 // 3 (up to 4.6 h) and 6 (the longest windows), and the largest Limit.
@@ -52,7 +42,6 @@ func newRanges(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) 
 	return compactlog.UseRanges(l), nil
 }
 
-// TestDifferential holds the script, on both of its paths, to its local twin.
 func TestDifferential(t *testing.T) {
 	t.Run("whole", func(t *testing.T) {
 		conformance.DifferentialOf(t, compactlog.New, compactlog.NewLocal, extraLimits...)
@@ -60,6 +49,12 @@ func TestDifferential(t *testing.T) {
 	t.Run("ranges", func(t *testing.T) {
 		conformance.DifferentialOf(t, newRanges, compactlog.NewLocal, extraLimits...)
 	})
+}
+
+// TestDifferentialRanges holds the script's path of ranges to its local
+// twin (TestSpec holds the other).
+func TestDifferentialRanges(t *testing.T) {
+	conformance.DifferentialOf(t, newRanges, compactlog.NewLocal, extraLimits...)
 }
 
 // TestShardedConformance runs the sharded cases of the suite over the
@@ -93,66 +88,6 @@ func TestSameDecisionsAsSlidingLog(t *testing.T) {
 	conformance.Equivalent(t, compactlog.New, compactlog.NewLocal, slidinglog.New, slidinglog.NewLocal, extraLimits...)
 	t.Run("ranges", func(t *testing.T) {
 		conformance.Equivalent(t, newRanges, compactlog.NewLocal, slidinglog.New, slidinglog.NewLocal, extraLimits...)
-	})
-}
-
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock.
-func backends(t *testing.T, lim strategy.Limit, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
-	t.Helper()
-	conformance.OnBackends(t, lim, compactlog.New, compactlog.NewLocal, f)
-}
-
-func TestWindowEdges(t *testing.T) {
-	backends(t, strategy.Limit{Limit: 2, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		mustAllow := func(want bool, what string) strategy.Result {
-			t.Helper()
-			r, err := st.AllowN(ctx, "edge", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Allowed != want {
-				t.Fatalf("%s: Allowed = %v, want %v (%+v)", what, r.Allowed, want, r)
-			}
-			return r
-		}
-		mustAllow(true, "unit at t=0")
-		clock.Advance(400 * time.Millisecond)
-		mustAllow(true, "unit at t=400ms")
-		clock.Advance(599 * time.Millisecond) // t=999ms: the t=0 unit still counts
-		if r := mustAllow(false, "at t=999ms"); r.RetryAfter != time.Millisecond || r.ResetAfter != 401*time.Millisecond {
-			t.Fatalf("at t=999ms: %+v, want RetryAfter 1ms, ResetAfter 401ms", r)
-		}
-		clock.Advance(time.Millisecond) // t=1000ms: now - 0 = Window, the unit has left
-		mustAllow(true, "at t=1000ms")
-		if r := mustAllow(false, "again at t=1000ms"); r.RetryAfter != 400*time.Millisecond {
-			t.Fatalf("RetryAfter at t=1000ms = %v, want 400ms", r.RetryAfter)
-		}
-	})
-}
-
-func TestRetryAfterForCost(t *testing.T) {
-	// units at 0, 100, 200, 300, 400 ms of limit 5/s; at 500ms a request of 3
-	// needs the three oldest to leave: the third leaves at 1200ms.
-	backends(t, strategy.Limit{Limit: 5, Window: time.Second}, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		for i := 0; i < 5; i++ {
-			if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-				t.Fatalf("unit %d denied", i)
-			}
-			clock.Advance(100 * time.Millisecond)
-		}
-		for _, c := range []struct {
-			n    int64
-			want time.Duration
-		}{{1, 500 * time.Millisecond}, {3, 700 * time.Millisecond}, {5, 900 * time.Millisecond}} {
-			r, err := st.AllowN(ctx, "k", c.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Allowed || r.RetryAfter != c.want || r.ResetAfter != 900*time.Millisecond {
-				t.Errorf("AllowN(%d) at 500ms = %+v, want denied, RetryAfter %v, ResetAfter 900ms", c.n, r, c.want)
-			}
-		}
 	})
 }
 
@@ -218,7 +153,7 @@ func (m *model) allowN(lim strategy.Limit, key string, now, n int64) strategy.Re
 // during the test on Redis (miniredis's TTLs do not run, the real Redis
 // has windows of a minute), while the local twin forgets a subject once
 // its newest unit left the window, so the model does for it; the Redis
-// script's TTL is tested in TestTTL.
+// script's TTL is tested in TestSpec and TestTTLAfterEviction.
 func TestClockStepBack(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("RATELIMIT_DIFF_SEED"); s != "" {
@@ -425,112 +360,6 @@ func TestWidth(t *testing.T) {
 	step(1300, 0, 1, 2) // 200 ms apart: 2 bytes again under the 10 s window
 }
 
-func TestServerTime(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, err := compactlog.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.SetTime(conformance.Epoch)
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatal("first request denied")
-	}
-	mr.SetTime(conformance.Epoch.Add(999 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
-		t.Fatalf("at +999ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
-	}
-	mr.SetTime(conformance.Epoch.Add(time.Second))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatalf("at +1s by the server's TIME: %+v, want allowed", r)
-	}
-}
-
-// TestTTL: the key expires when its newest unit leaves the window, and an
-// eviction made by a denied request keeps that expiry.
-func TestTTL(t *testing.T) {
-	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := conformance.Miniredis(t)
-		clock := conformance.NewClock(conformance.Epoch)
-		st, _ := compactlog.New(rdb, strategy.Limit{Limit: 2, Window: time.Minute}, strategy.WithClock(clock))
-		st.AllowN(ctx, "k", 1)
-		if ttl := mr.TTL(st.Key("k")); ttl != time.Minute {
-			t.Fatalf("TTL = %v, want 1m", ttl)
-		}
-		clock.Advance(30 * time.Second)
-		mr.FastForward(30 * time.Second)
-		st.AllowN(ctx, "k", 1)
-		clock.Advance(31 * time.Second)
-		mr.FastForward(31 * time.Second)
-		// the first unit left; a denied request of 3 evicts it, and the key
-		// still expires when the second unit leaves, in 29 s
-		if r, _ := st.AllowN(ctx, "k", 3); r.Allowed {
-			t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
-		}
-		if ttl := mr.TTL(st.Key("k")); ttl != 29*time.Second {
-			t.Fatalf("TTL after the eviction = %v, want 29s", ttl)
-		}
-		mr.FastForward(29 * time.Second)
-		if mr.Exists(st.Key("k")) {
-			t.Fatal("key still exists after its TTL")
-		}
-	})
-	t.Run("redis", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := compactlog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
-		st.AllowN(ctx, "k", 1)
-		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > time.Minute {
-			t.Fatalf("TTL = %v, want in (0, 1m]", ttl)
-		}
-		if err := st.Reset(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
-			t.Fatal("key exists after Reset")
-		}
-	})
-}
-
-func TestPeekWritesNothing(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, _ := compactlog.New(rdb, strategy.PerMinute(5))
-	if _, err := st.Peek(ctx, "never-seen"); err != nil {
-		t.Fatal(err)
-	}
-	if r, _ := st.AllowN(ctx, "never-seen", 6); r.Allowed {
-		t.Fatalf("AllowN(6) of 5 = %+v", r)
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("Peek and an impossible request of an unknown subject created keys %v", keys)
-	}
-}
-
-func TestKeyLayout(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	st, _ := compactlog.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
-	for subject, want := range map[string]string{
-		"user:42": "app:cl:{user:42}",
-		"{x}":     "app:cl:{%7Bx%7D}",
-		"a#1":     "app:cl:{a%231}",
-	} {
-		if got := st.Key(subject); got != want {
-			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
-		}
-	}
-}
-
-func TestInvalidConfig(t *testing.T) {
-	conformance.InvalidConfig(t, compactlog.New, compactlog.NewLocal, conformance.ConfigCase{
-		Name: "limit above MaxLimit", Lim: strategy.Limit{Limit: compactlog.MaxLimit + 1, Window: time.Second}, Field: "Limit",
-	})
-	if _, err := compactlog.New(redis.NewClient(&redis.Options{}), strategy.Limit{Limit: compactlog.MaxLimit, Window: time.Second}); err != nil {
-		t.Errorf("Limit = MaxLimit: %v", err)
-	}
-	_, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.CompactLog, Limit: compactlog.MaxLimit + 1, Window: time.Second})
-	if !errors.Is(err, strategy.ErrInvalidLimit) || !strings.Contains(err.Error(), "Limit must be <= 10000") {
-		t.Errorf("facade with Limit above MaxLimit: err = %v, want ErrInvalidLimit naming Limit and MaxLimit", err)
-	}
-}
-
 // TestFacade: Config and policy JSON accept "compact_log".
 func TestFacade(t *testing.T) {
 	p, err := ratelimit.ParsePolicies([]byte(`{"login": {"algorithm": "compact_log", "limit": 2, "window": "1m"}}`))
@@ -569,69 +398,67 @@ func TestMalformedState(t *testing.T) {
 	}
 }
 
-func TestLocalDropsIdleSubjects(t *testing.T) {
+// TestSpec runs the checks every algorithm shares with the compact log's
+// numbers. Memory: one full subject (Limit requests of one unit spread
+// over the window, the sorted set's worst case of one entry per unit) at
+// limits 100, 1,000 and 10,000 per minute stays within 8 bytes per unit,
+// and under what the sliding log holds for the same requests.
+func TestSpec(t *testing.T) {
+	var memory []conformance.Memory
+	for _, limit := range []int64{100, 1000, 10000} {
+		memory = append(memory, conformance.Memory{
+			Lim: strategy.PerMinute(limit), Subject: "u12345", Requests: int(limit), Cost: 1,
+			Step: max(time.Minute*998/1000/time.Duration(limit), time.Millisecond), MaxBytes: 8 * limit,
+		})
+	}
+	s := conformance.ExactLogSpec(compactlog.New, compactlog.NewLocal, "cl", memory...)
+	s.Differential = extraLimits
+	s.Allocs = strategy.Limit{Limit: compactlog.MaxLimit, Window: time.Hour}
+	s.Invalid = []conformance.ConfigCase{
+		{Name: "limit above MaxLimit", Lim: strategy.Limit{Limit: compactlog.MaxLimit + 1, Window: time.Second}, Field: "Limit"},
+	}
+	s.Accepted = []strategy.Limit{{Limit: compactlog.MaxLimit, Window: time.Second}}
+	s.OnMemory = func(t *testing.T, rdb *redis.Client, m conformance.Memory, ours int64) {
+		sliding, _ := conformance.MemoryOf(t, rdb, slidinglog.New, m)
+		t.Logf("%v: compact log %d bytes (%.2f per unit), sliding log %d (%.2f)", m.Lim, ours, float64(ours)/float64(m.Lim.Limit), sliding, float64(sliding)/float64(m.Lim.Limit))
+		if ours >= sliding {
+			t.Errorf("%v: compact log %d bytes, sliding log %d: want less", m.Lim, ours, sliding)
+		}
+	}
+	conformance.RunSpec(t, s)
+}
+
+// TestTTLAfterEviction: an eviction made by a denied request keeps the
+// key's expiry, when the newest unit leaves the window.
+func TestTTLAfterEviction(t *testing.T) {
+	mr, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := compactlog.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
-	for i := 0; i < 1000; i++ {
-		st.AllowN(ctx, "subject-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune(i)), 1)
+	st, _ := compactlog.New(rdb, strategy.Limit{Limit: 2, Window: time.Minute}, strategy.WithClock(clock))
+	st.AllowN(ctx, "k", 1)
+	clock.Advance(30 * time.Second)
+	mr.FastForward(30 * time.Second)
+	st.AllowN(ctx, "k", 1)
+	clock.Advance(31 * time.Second)
+	mr.FastForward(31 * time.Second)
+	// the first unit left; a denied request of 3 evicts it, and the key
+	// still expires when the second unit leaves, in 29 s
+	if r, _ := st.AllowN(ctx, "k", 3); r.Allowed {
+		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
 	}
-	if n := st.Subjects(); n == 0 {
-		t.Fatal("no subjects stored after 1000 requests")
+	if ttl := mr.TTL(st.Key("k")); ttl != 29*time.Second {
+		t.Fatalf("TTL after the eviction = %v, want 29s", ttl)
 	}
-	clock.Advance(3 * time.Second)
-	st.AllowN(ctx, "late", 1)
-	for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
-		st.Peek(ctx, string(rune(i)))
-	}
-	if n := st.Subjects(); n > 1 {
-		t.Fatalf("%d subjects still stored two windows after they went idle, want only the live one", n)
+	mr.FastForward(29 * time.Second)
+	if mr.Exists(st.Key("k")) {
+		t.Fatal("key still exists after its TTL")
 	}
 }
 
-// TestMemoryUsage measures, on a real redis-server, what one full subject
-// (Limit requests of one unit spread over the window, the sorted set's worst
-// case of one entry per unit, default prefix,
-// subject "u12345") costs with the compact log and with the sliding log,
-// at limits 100, 1,000 and 10,000 per minute. The compact log must stay
-// within 8 bytes per unit.
-func TestMemoryUsage(t *testing.T) {
-	rdb := testredis.Start(t).Client(t)
-	var table strings.Builder
-	fmt.Fprintf(&table, "\nlimit/min  compact_log bytes (per unit)  sliding_log bytes (per unit)")
-	for _, limit := range []int64{100, 1000, 10000} {
-		clock := conformance.NewClock(conformance.Epoch)
-		lim := strategy.PerMinute(limit)
-		c, err := compactlog.New(rdb, lim, strategy.WithClock(clock))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := slidinglog.New(rdb, lim, strategy.WithClock(clock))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range []strategy.Strategy{c, s} {
-			if err := st.Reset(ctx, "u12345"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		step := time.Minute * 998 / 1000 / time.Duration(limit)
-		for i := range limit {
-			for _, st := range []strategy.Strategy{c, s} {
-				if r, err := st.AllowN(ctx, "u12345", 1); err != nil || !r.Allowed {
-					t.Fatalf("%T, limit %d, request %d: %+v, %v", st, limit, i, r, err)
-				}
-			}
-			clock.Advance(max(step, time.Millisecond))
-		}
-		cb := rdb.MemoryUsage(ctx, c.Key("u12345")).Val()
-		sb := rdb.MemoryUsage(ctx, s.Key("u12345")).Val()
-		fmt.Fprintf(&table, "\n%9d  %11d (%.2f)  %11d (%.2f)", limit, cb, float64(cb)/float64(limit), sb, float64(sb)/float64(limit))
-		if cb <= 0 || float64(cb) > 8*float64(limit) {
-			t.Errorf("limit %d: MEMORY USAGE %d bytes, want at most 8 per unit (%d)", limit, cb, 8*limit)
-		}
-		if cb >= sb {
-			t.Errorf("limit %d: compact log %d bytes, sliding log %d: want less", limit, cb, sb)
-		}
+// TestFacadeRejectsAboveMaxLimit: the facade's error for a Limit above
+// MaxLimit names the limit and MaxLimit.
+func TestFacadeRejectsAboveMaxLimit(t *testing.T) {
+	_, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.CompactLog, Limit: compactlog.MaxLimit + 1, Window: time.Second})
+	if !errors.Is(err, strategy.ErrInvalidLimit) || !strings.Contains(err.Error(), "Limit must be <= 10000") {
+		t.Errorf("facade with Limit above MaxLimit: err = %v, want ErrInvalidLimit naming Limit and MaxLimit", err)
 	}
-	t.Log(table.String())
 }

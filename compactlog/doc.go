@@ -69,4 +69,18 @@
 // Cluster: it touches only its one key.
 //
 // Limiter and Local are safe for concurrent use.
+//
+// # Per-subject limits
+//
+// AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with
+// another Limit (at most MaxLimit) of the same Window, e.g. a subject's
+// tier, by the rule of the sliding log: a call of limit L passes when the
+// units recorded in (now - Window, now] plus its cost are at most L. A
+// subject keeps what it used when its limit changes: an upgrade gives the
+// new headroom at once, a downgrade below what it used denies it until
+// enough units have left the window. The ring holds as many slots as the
+// limit of the last recorded request: the first recorded request under
+// another limit lays the ring out again (as a change of Limit does, one
+// O(Limit) rewrite keeping every unit that counts); a subject whose tier
+// alternates call by call pays that rewrite each time.
 package compactlog

@@ -16,13 +16,16 @@ import (
 // plus a small header, and is dropped once its newest unit has left the
 // window.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
 	t        localstore.Twin[runs]
 	windowMs int64
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // run is n units recorded at the same millisecond.
@@ -94,25 +97,35 @@ func (g *runs) kth(first int, k int64) int64 {
 // options, only WithClock matters; the default clock is time.Now. Limit is
 // bounded by MaxLimit as for New, though the twin stores runs, not units.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("compactlog", lim, opts, checkLimit)
+	o, err := redisx.Setup(lim, opts, checkLimit)
 	if err != nil {
 		return nil, err
 	}
+	lim.Burst = 0
 	w := lim.Window.Milliseconds()
 	return &Local{t: localstore.NewTwin[runs](lim, o, w), windowMs: w}, nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // AllowN records n units for key if the units in the window plus n do not
 // exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	limit, window := l.t.Lim.Limit, l.windowMs
+	window := l.windowMs
 	floor := now - window
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(g *runs) int64 {
@@ -156,10 +169,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

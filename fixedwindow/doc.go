@@ -60,4 +60,14 @@
 // dropping it when its window ends.
 //
 // Limiter and Local are safe for concurrent use.
+//
+// # Per-subject limits
+//
+// AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with
+// another Limit of the same Window, e.g. a subject's tier: a call of limit
+// L passes when the units counted in the current window plus its cost are
+// at most L. The count is the same whatever limit a call carries, so a
+// subject keeps what it used when its limit changes: an upgrade gives the
+// new headroom at once, a downgrade below what it used denies it until the
+// window ends. The key is the same for every limit.
 package fixedwindow

@@ -1,34 +1,14 @@
 package fixedwindow_test
 
 import (
-	"context"
 	"math/rand/v2"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/internal/conformance"
-	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
-
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-func TestDifferential(t *testing.T) {
-	// an allowed reply too large for one integer comes back as a table
-	conformance.DifferentialOf(t, fixedwindow.New, fixedwindow.NewLocal,
-		strategy.Limit{Limit: strategy.MaxUnits, Window: time.Hour})
-}
 
 // TestDifferentialClockJumps drives the script and the twin with a client
 // clock that also jumps backwards, though never to before the start of
@@ -52,8 +32,8 @@ func TestDifferentialClockJumps(t *testing.T) {
 		clock.Set(time.UnixMilli(now))
 		key := []string{"a", "b"}[rng.IntN(2)]
 		n := int64(rng.IntN(4))
-		rr, rerr := r.AllowN(ctx, key, n)
-		lr, lerr := l.AllowN(ctx, key, n)
+		rr, rerr := r.AllowN(t.Context(), key, n)
+		lr, lerr := l.AllowN(t.Context(), key, n)
 		if rerr != nil || lerr != nil || rr != lr {
 			t.Fatalf("seed %d, op %d at %d ms: AllowN(%q, %d):\n redis %+v %v\n local %+v %v",
 				seed, i, now, key, n, rr, rerr, lr, lerr)
@@ -61,74 +41,11 @@ func TestDifferentialClockJumps(t *testing.T) {
 	}
 }
 
-// TestClockBackToAnEarlierWindow: a count belongs to its window; a clock
-// that goes back to an earlier window finds it empty, not the later count.
-func TestClockBackToAnEarlierWindow(t *testing.T) {
-	backends(t, strategy.PerSecond(3), conformance.Epoch.Add(time.Second), func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 3)
-		clock.Set(conformance.Epoch.Add(999 * time.Millisecond))
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 2 {
-			t.Fatalf("one window back: %+v, want allowed with Remaining 2", r)
-		}
-	})
-}
-
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock starting at start.
+// backends runs f over the Redis strategy on every backend and over the
+// local twin, all on a manual clock starting at start.
 func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, name string, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock(start)
-			f(t, name, build(t, name, lim, clock), clock)
-		})
-	}
-}
-
-// build returns the strategy of the backend name on clock.
-func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
-	t.Helper()
-	return conformance.Backend(t, name, lim, clock, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-// liveClock is a manual clock that also runs with real time, and remembers
-// the last time it told. A real Redis's TTLs run in real time: on a clock
-// that stands still between steps, a key could expire while the clock is
-// still in its window, which no real clock allows; on this one it cannot.
-type liveClock struct {
-	manual *conformance.Clock
-	start  time.Time
-	mu     sync.Mutex
-	last   time.Time
-}
-
-func newLiveClock(t time.Time) *liveClock {
-	return &liveClock{manual: conformance.NewClock(t), start: time.Now()}
-}
-
-// Now returns the manual time plus the real time since the clock was made.
-func (c *liveClock) Now() time.Time {
-	t := c.manual.Now().Add(time.Since(c.start))
-	c.mu.Lock()
-	c.last = t
-	c.mu.Unlock()
-	return t
-}
-
-// Last returns the time Now last returned.
-func (c *liveClock) Last() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-func allow(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
-	t.Helper()
-	r, err := st.AllowN(ctx, key, n)
-	if err != nil {
-		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
-	}
-	return r
+	conformance.OnBackendsAt(t, lim, start, fixedwindow.New, fixedwindow.NewLocal, f)
 }
 
 // TestWindowsAlignedToEpoch uses a window of 1.5s, which does not divide a
@@ -140,47 +57,28 @@ func TestWindowsAlignedToEpoch(t *testing.T) {
 	start := time.UnixMilli(edge - 700)
 	backends(t, strategy.Limit{Limit: 2, Window: w * time.Millisecond}, start, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
 		for i := 0; i < 2; i++ {
-			if r := allow(t, st, "k", 1); !r.Allowed || r.ResetAfter != 700*time.Millisecond {
+			if r := conformance.Allow(t, st, "k", 1); !r.Allowed || r.ResetAfter != 700*time.Millisecond {
 				t.Fatalf("request %d, 700ms before an edge: %+v, want allowed with ResetAfter 700ms", i, r)
 			}
 		}
-		r := allow(t, st, "k", 1)
+		r := conformance.Allow(t, st, "k", 1)
 		if r.Allowed || r.RetryAfter != 700*time.Millisecond || r.ResetAfter != 700*time.Millisecond || r.Remaining != 0 {
 			t.Fatalf("3rd request of 2 = %+v, want denied with RetryAfter and ResetAfter 700ms (the edge), Remaining 0", r)
 		}
 		clock.Set(time.UnixMilli(edge - 1))
-		r = allow(t, st, "k", 1)
+		r = conformance.Allow(t, st, "k", 1)
 		if r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("1ms before the edge: %+v, want denied with RetryAfter 1ms", r)
 		}
 		clock.Set(time.UnixMilli(edge))
-		if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != w*time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != w*time.Millisecond {
 			t.Fatalf("at the edge: AllowN(2) = %+v, want allowed, Remaining 0, ResetAfter 1.5s", r)
 		}
 		clock.Set(time.UnixMilli(edge + w - 1))
-		if r := allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("at the last ms of the window: %+v, want denied with RetryAfter 1ms", r)
 		}
 	})
-}
-
-// event is an allowed request: n units at ms t.
-type event struct{ t, n int64 }
-
-// maxInWindow returns the most units that fall within one sliding period
-// (t - w, t] of the events.
-func maxInWindow(events []event, w int64) int64 {
-	var best, sum int64
-	j := 0
-	for i := range events {
-		sum += events[i].n
-		for events[j].t <= events[i].t-w {
-			sum -= events[j].n
-			j++
-		}
-		best = max(best, sum)
-	}
-	return best
 }
 
 // TestBoundaryBurstAllowsTwiceTheLimit shows the fixed window's known flaw,
@@ -197,11 +95,11 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 		if name == "redis" || name == "redis-batched" {
 			clock.Set(time.UnixMilli(edge - 500))
 		}
-		var events []event
+		var events []conformance.Event
 		burst := func() {
 			for i := 0; i < limit+5; i++ {
-				if r := allow(t, st, "k", 1); r.Allowed {
-					events = append(events, event{clock.Now().UnixMilli(), 1})
+				if r := conformance.Allow(t, st, "k", 1); r.Allowed {
+					events = append(events, conformance.Event{T: clock.Now().UnixMilli(), N: 1})
 				}
 			}
 		}
@@ -211,7 +109,7 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 		if got := int64(len(events)); got != 2*limit {
 			t.Fatalf("allowed %d units around the edge, want exactly 2 x %d", got, limit)
 		}
-		if got := maxInWindow(events, w); got != 2*limit {
+		if got := conformance.MaxInWindow(events, w); got != 2*limit {
 			t.Fatalf("most units in one sliding window = %d, want 2 x %d", got, limit)
 		}
 	})
@@ -221,34 +119,13 @@ func TestBoundaryBurstAllowsTwiceTheLimit(t *testing.T) {
 // documented bound: at most 2 x Limit units in any sliding window, and at
 // most Limit in any aligned window.
 func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
-	const limit, w = 7, 300
-	seed := uint64(time.Now().UnixNano())
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := newLiveClock(conformance.Epoch)
-			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)
-			rng := rand.New(rand.NewPCG(seed, 1))
-			var events []event
-			perWindow := map[int64]int64{}
-			for i := 0; i < 600; i++ {
-				clock.manual.Advance(time.Duration(rng.IntN(25)) * time.Millisecond)
-				n := int64(rng.IntN(3) + 1)
-				if r := allow(t, st, "k", n); r.Allowed {
-					now := clock.Last().UnixMilli()
-					events = append(events, event{now, n})
-					perWindow[now/w] += n
-				}
-			}
-			if got := maxInWindow(events, w); got > 2*limit || got <= limit {
-				t.Fatalf("seed %d: most units in one sliding window = %d, want in (%d, %d]", seed, got, limit, 2*limit)
-			}
-			for idx, n := range perWindow {
-				if n > limit {
-					t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
-				}
-			}
-		})
-	}
+	const limit = 7
+	conformance.RandomTraffic(t, fixedwindow.New, fixedwindow.NewLocal, conformance.WindowTraffic{
+		Lim: strategy.Limit{Limit: limit, Window: 300 * time.Millisecond}, Stream: 1,
+		Step: func(rng *rand.Rand) time.Duration { return time.Duration(rng.IntN(25)) * time.Millisecond },
+		Cost: func(rng *rand.Rand) int64 { return int64(rng.IntN(3) + 1) },
+		Lo:   limit + 1, Hi: 2 * limit,
+	})
 }
 
 // TestLargeCounts checks that counts near MaxUnits survive the trip
@@ -256,250 +133,52 @@ func TestNeverMoreThanTwiceTheLimit(t *testing.T) {
 func TestLargeCounts(t *testing.T) {
 	const big = strategy.MaxUnits
 	backends(t, strategy.Limit{Limit: big, Window: strategy.MaxWindow}, conformance.Epoch, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
-		if r := allow(t, st, "k", big-1); !r.Allowed || r.Remaining != 1 {
+		if r := conformance.Allow(t, st, "k", big-1); !r.Allowed || r.Remaining != 1 {
 			t.Fatalf("AllowN(MaxUnits-1) = %+v, want allowed with Remaining 1", r)
 		}
-		if r := allow(t, st, "k", 2); r.Allowed || r.Remaining != 1 {
+		if r := conformance.Allow(t, st, "k", 2); r.Allowed || r.Remaining != 1 {
 			t.Fatalf("AllowN(2) = %+v, want denied with Remaining 1", r)
 		}
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+		if r := conformance.Allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
 			t.Fatalf("AllowN(1) = %+v, want allowed with Remaining 0", r)
 		}
 	})
 }
 
-func TestServerTime(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, err := fixedwindow.New(rdb, strategy.Limit{Limit: 1, Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.SetTime(conformance.Epoch.Add(200 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatal("first request denied")
-	}
-	mr.SetTime(conformance.Epoch.Add(999 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
-		t.Fatalf("at +999ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
-	}
-	// The key has not expired (miniredis TTLs move only with FastForward):
-	// the window index in the value tells the count is stale.
-	mr.SetTime(conformance.Epoch.Add(time.Second))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatalf("at +1s by the server's TIME: %+v, want allowed", r)
-	}
-}
-
-func TestTTL(t *testing.T) {
-	// 250ms into a 1s window, the counter matters for 750ms more.
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	lim := strategy.PerSecond(5)
-	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := conformance.Miniredis(t)
-		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock))
-		allow(t, st, "k", 1)
-		if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
-			t.Fatalf("TTL = %v, want 750ms (until the window ends)", ttl)
-		}
-		mr.FastForward(749 * time.Millisecond)
-		if !mr.Exists(st.Key("k")) {
-			t.Fatal("key expired before its window ended")
-		}
-		mr.FastForward(time.Millisecond)
-		if mr.Exists(st.Key("k")) {
-			t.Fatal("key still exists after its window ended")
-		}
-	})
-	t.Run("redis", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := fixedwindow.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-		allow(t, st, "k", 1)
-		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 750*time.Millisecond {
-			t.Fatalf("PTTL = %v, want in (0, 750ms]", ttl)
-		}
-		if err := st.Reset(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
-			t.Fatal("key exists after Reset")
-		}
-	})
-	t.Run("redis server time", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
-		r := allow(t, st, "k", 1)
-		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
-		if ttl <= 0 || ttl > r.ResetAfter || ttl > time.Minute {
-			t.Fatalf("PTTL = %v, want in (0, ResetAfter %v]", ttl, r.ResetAfter)
-		}
+// TestSpec runs the checks every algorithm shares with the fixed window's
+// numbers. By the server's TIME, miniredis keys do not expire (their TTLs
+// move only with FastForward): the window index in the value tells a count
+// is stale. The key lives until its window ends, and later writes of the
+// window (INCRBY, the cheap path) keep that TTL. Memory: 16 (integer
+// object) + 24 (dict entry) + 32 (a 15-byte key's allocation), the least
+// any key of that length costs; a 14-byte key fits a 16-byte allocation.
+func TestSpec(t *testing.T) {
+	conformance.RunSpec(t, conformance.Spec[*fixedwindow.Limiter, *fixedwindow.Local]{
+		New: fixedwindow.New, NewLocal: fixedwindow.NewLocal, Tag: "fw",
+		Subject: conformance.Subject{ExactRetry: true},
+		// an allowed reply too large for one integer comes back as a table
+		Differential: []strategy.Limit{{Limit: strategy.MaxUnits, Window: time.Hour}},
+		Checks:       conformance.WindowChecks(fixedwindow.New, fixedwindow.NewLocal),
+		Allocs:       strategy.Limit{Limit: 1 << 40, Window: time.Hour},
+		ServerTime: conformance.ServerTime{
+			Lim: strategy.Limit{Limit: 1, Window: time.Second},
+			Steps: []conformance.TimeStep{
+				{At: 200 * time.Millisecond, N: 1, Allowed: true},
+				{At: 999 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
+				{At: time.Second, N: 1, Allowed: true},
+			},
+		},
+		TTL:   conformance.TTL{Lim: strategy.PerSecond(5), Start: 250 * time.Millisecond, N: 1, Want: 750 * time.Millisecond, KeepOnLaterWrite: true},
+		Still: time.Second,
+		Idle:  time.Second, // every window has just ended
+		Memory: []conformance.Memory{
+			{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 72},
+			{Lim: strategy.PerMinute(100), Prefix: "r:", Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 60},
+		},
 	})
 }
 
-// TestLaterWritesKeepTheTTL: a window's later units are added with INCRBY,
-// the cheap path, which keeps the TTL of the window's first write (the
-// deadline is the same); miniredis's TTL, moved with FastForward alone,
-// shows which path ran.
-func TestLaterWritesKeepTheTTL(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	st, _ := fixedwindow.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
-	allow(t, st, "k", 1)
-	if ttl := mr.TTL(st.Key("k")); ttl != 750*time.Millisecond {
-		t.Fatalf("TTL after the first write = %v, want 750ms", ttl)
-	}
-	mr.FastForward(100 * time.Millisecond)
-	if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 2 {
-		t.Fatalf("AllowN(2) = %+v, want allowed with Remaining 2", r)
-	}
-	if ttl := mr.TTL(st.Key("k")); ttl != (750-100)*time.Millisecond {
-		t.Fatalf("TTL after a later write = %v, want 750ms - 100ms, not rewritten", ttl)
-	}
-}
+func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, fixedwindow.NewLocal) }
 
-func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := fixedwindow.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
-	if _, err := st.Peek(ctx, "never-seen"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "never-seen", 3); r.Allowed {
-		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
-	}
-	allow(t, st, "k", 2)
-	key := st.Key("k")
-	v, _ := mr.Get(key)
-	mr.FastForward(time.Second) // so that a rewritten TTL would show
-	ttl := mr.TTL(key)
-	clock.Advance(time.Second)
-	if _, err := st.Peek(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "k", 1); r.Allowed {
-		t.Fatalf("3rd unit of 2 = %+v, want denied", r)
-	}
-	if v2, _ := mr.Get(key); v2 != v || mr.TTL(key) != ttl {
-		t.Fatalf("after Peek and a denial: value %q TTL %v, want unchanged %q %v", v2, mr.TTL(key), v, ttl)
-	}
-}
-
-func TestKeyLayout(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	st, _ := fixedwindow.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
-	for subject, want := range map[string]string{
-		"user:42":   "app:fw:{user:42}",
-		"{x}":       "app:fw:{%7Bx%7D}",
-		"a#1":       "app:fw:{a%231}",
-		"100%":      "app:fw:{100%25}",
-		"ключ":      "app:fw:{ключ}",
-		"nul\x00in": "app:fw:{nul\x00in}",
-	} {
-		if got := st.Key(subject); got != want {
-			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
-		}
-	}
-	def, _ := fixedwindow.New(rdb, strategy.PerMinute(5))
-	if got := def.Key("user:42"); got != "rl:fw:{user:42}" {
-		t.Errorf("Key with the default prefix = %q, want rl:fw:{user:42}", got)
-	}
-}
-
-func TestInvalidConfig(t *testing.T) {
-	conformance.InvalidConfig(t, fixedwindow.New, fixedwindow.NewLocal)
-}
-
-// TestMemoryUsage measures what Redis holds for one subject after 100
-// requests, with the default prefix, on a real redis-server of its own.
-func TestMemoryUsage(t *testing.T) {
-	rdb := testredis.Start(t).Client(t)
-	clock := conformance.NewClock(conformance.Epoch)
-	for _, c := range []struct {
-		prefix string
-		max    int64
-	}{
-		// 16 (integer object) + 24 (dict entry) + 32 (a 15-byte key's
-		// allocation): the least any key of that length costs.
-		{strategy.DefaultPrefix, 72},
-		{"r:", 60}, // a 14-byte key fits a 16-byte allocation
-	} {
-		st, _ := fixedwindow.New(rdb, strategy.PerMinute(100), strategy.WithClock(clock), strategy.WithPrefix(c.prefix))
-		for i := 0; i < 100; i++ {
-			if r := allow(t, st, "user:42", 1); !r.Allowed {
-				t.Fatalf("request %d denied", i)
-			}
-		}
-		key := st.Key("user:42")
-		got, err := rdb.MemoryUsage(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		enc := rdb.ObjectEncoding(ctx, key).Val()
-		t.Logf("MEMORY USAGE %s after 100 requests = %d bytes (encoding %s)", key, got, enc)
-		if got > c.max || enc != "int" {
-			t.Errorf("MEMORY USAGE %s = %d bytes, encoding %s; want <= %d, int", key, got, enc, c.max)
-		}
-	}
-}
-
-func TestLocalDropsIdleSubjects(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := fixedwindow.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
-	for i := 0; i < 1000; i++ {
-		st.AllowN(ctx, "subject-"+string(rune('a'+i%26))+string(rune(i)), 1)
-	}
-	if n := st.Subjects(); n == 0 {
-		t.Fatal("no subjects stored after 1000 requests")
-	}
-	clock.Advance(time.Second) // every window has just ended
-	st.AllowN(ctx, "late", 1)
-	for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
-		st.Peek(ctx, string(rune(i)))
-	}
-	if n := st.Subjects(); n > 1 {
-		t.Fatalf("%d subjects still stored after their windows ended, want only the live one", n)
-	}
-}
-
-func BenchmarkLocal(b *testing.B) {
-	st, _ := fixedwindow.NewLocal(strategy.Limit{Limit: 1 << 40, Window: time.Hour})
-	b.ReportAllocs()
-	for b.Loop() {
-		st.AllowN(ctx, "warm", 1)
-	}
-}
-
-// BenchmarkRedis compares a decision with a trivial EVALSHA on the same
-// real redis-server, with 32 goroutines per CPU over 10,000 subjects at 100
-// per minute; run with -bench and compare ns/op.
-func BenchmarkRedis(b *testing.B) {
-	rdb := testredis.Shared(b).Client(b)
-	floor := redis.NewScript("return 1")
-	st, _ := fixedwindow.New(rdb, strategy.PerMinute(100), strategy.WithPrefix(testredis.Prefix(b)))
-	subjects := make([]string, 10000)
-	for i := range subjects {
-		subjects[i] = "user:" + string(rune('a'+i%26)) + string(rune(i))
-	}
-	b.Run("floor", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				floor.Run(ctx, rdb, nil)
-			}
-		})
-	})
-	b.Run("fixedwindow", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			i := rand.IntN(len(subjects))
-			for pb.Next() {
-				st.AllowN(ctx, subjects[i%len(subjects)], 1)
-				i++
-			}
-		})
-	})
-}
+// BenchmarkRedis: run with -bench and compare the ns/op of floor and fixedwindow.
+func BenchmarkRedis(b *testing.B) { conformance.BenchmarkRedis(b, "fixedwindow", fixedwindow.New) }

@@ -14,13 +14,16 @@ import (
 // clock, kept in this process only. It is safe for concurrent use. A
 // subject's state is dropped when its window ends.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
 	t        localstore.Twin[counter]
 	windowMs int64
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // counter is the units counted in window idx (now / window).
@@ -32,25 +35,35 @@ type counter struct {
 // NewLocal returns the in-process twin of New. lim.Burst is ignored. Of the
 // options, only WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("fixedwindow", lim, opts)
+	o, err := redisx.Setup(lim, opts)
 	if err != nil {
 		return nil, err
 	}
+	lim.Burst = 0
 	w := lim.Window.Milliseconds()
 	return &Local{t: localstore.NewTwin[counter](lim, o, w), windowMs: w}, nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // AllowN counts n units for key if the units already counted in the current
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	limit, window := l.t.Lim.Limit, l.windowMs
+	window := l.windowMs
 	idx := exact.FloorDiv(now, window)
 	end := (idx + 1) * window
 	left := end - now
@@ -91,10 +104,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

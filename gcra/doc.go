@@ -64,4 +64,21 @@
 // effect replication, the default since 5.0); one key per script, so Redis
 // Cluster works. Limiter and Local are safe for concurrent use; every
 // decision is atomic on the server, or under the subject's lock in Local.
+//
+// # Per-subject limits
+//
+// AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with
+// another Limit and Burst of the same Window, e.g. a subject's tier. The
+// subject keeps the units it used: u = (TAT - now)/T, T the emission
+// interval of the limit TAT was written under, so time since then counts
+// at that rate. A call carries u over to its own limit (rounded up to
+// 1/wp of a unit, at most its capacity: a downgrade below what was used
+// leaves no headroom, which returns at the new rate) and decides with
+// capacity' - u units: an upgrade of capacity gives the difference at
+// once. These are the token bucket's decisions under the same tiers. A
+// TAT written under a limit other than the strategy's own is stored as
+// the string "ms,remainder,lp,wp" (a raw string: more bytes than the
+// integer form); the strategy's own calls read both and write the integer
+// form. Per-call limits need (capacity + 1) × Window in ms < 2^53, for the
+// call's limit and the strategy's.
 package gcra

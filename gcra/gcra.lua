@@ -1,10 +1,13 @@
 -- GCRA on one stored instant, the theoretical arrival time (TAT), in exact
 -- integers (see the package doc).
 -- KEYS[1]  the subject's TAT: whole ms, then when digits > 0 the remainder
---          in 1/lp ms, zero-padded to digits digits
+--          in 1/lp ms, zero-padded to digits digits; or, when written under
+--          a per-call limit other than the strategy's, "ms,remainder,lp,wp"
+--          with that limit's lp and wp
 -- ARGV     lp, wp (the emission interval in 1/lp ms), capacity in units,
 --          n (0: peek), now in ms (-1: server TIME), digits, format of the
---          value when digits > 0 ("%d%0<digits>d")
+--          value when digits > 0 ("%d%0<digits>d"), then the strategy's own
+--          lp and wp (digits and format are its own), and the window in ms
 -- returns  when allowed, reset after ms * (capacity + 1) + remaining if that
 --          is below 2^53; else {allowed, remaining, retry after ms (-1:
 --          never), reset after ms}
@@ -18,6 +21,8 @@ local cap = ARGV[3] + 0
 local n = ARGV[4] + 0
 local now = ARGV[5] + 0
 local digits = ARGV[6] + 0
+local dlp, dwp = ARGV[8] + 0, ARGV[9] + 0
+local window = ARGV[10] + 0
 if now < 0 then
   local t = redis.call('TIME')
   local us = t[2] + 0
@@ -29,13 +34,27 @@ local ahead = 0
 local v = redis.call('GET', key)
 if v then
   local q, r
-  if digits == 0 then
+  -- the scale of the stored TAT
+  local olp, owp = dlp, dwp
+  local a, b, c, d = string.match(v, '^(%d+),(%d+),(%d+),(%d+)$')
+  if a then
+    q, r, olp, owp = a + 0, b + 0, c + 0, d + 0
+  elseif digits == 0 then
     q, r = tonumber(v), 0
   else
     q, r = tonumber(string.sub(v, 1, -digits - 1)), tonumber(string.sub(v, -digits))
   end
   if q and r and q >= now then
-    ahead = (q - now) * lp + r
+    ahead = (q - now) * olp + r
+    if olp ~= lp or owp ~= wp then
+      -- another limit than the last write's: the units used carry over
+      -- (exact.Carry), up to an empty bucket
+      if math.floor(ahead / owp) >= cap then
+        ahead = full
+      else
+        ahead = math.ceil(ahead * (window / owp) / (window / wp))
+      end
+    end
     if ahead > full then
       -- only after a change of limit: never more than an empty bucket
       ahead = full
@@ -61,7 +80,9 @@ if n == 0 then
 else
   local ms = math.floor(after / lp)
   local tat = now + ms
-  if digits > 0 then
+  if lp ~= dlp or wp ~= dwp then
+    tat = string.format('%d,%d,%d,%d', tat, after - ms * lp, lp, wp)
+  elseif digits > 0 then
     tat = string.format(ARGV[7], tat, after - ms * lp)
   end
   reset = math.ceil(after / lp)

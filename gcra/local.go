@@ -11,28 +11,35 @@ import (
 
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only. It is safe for concurrent use. A
-// subject costs a small fixed amount (two int64 and the map entry) and is
-// dropped once its theoretical arrival time has passed.
+// subject costs a small fixed amount (four int64, two of them for per-call
+// limits, and the map entry) and is dropped once its theoretical arrival
+// time has passed.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
 	t  localstore.Twin[tat]
 	sc scale
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // tat is a theoretical arrival time: ms + frac/lp milliseconds since the
 // Unix epoch. The zero tat has long passed.
 type tat struct {
 	ms, frac int64
+	// lp, wp: the scale of frac when the last write was under a per-call
+	// limit other than the strategy's (see AllowNWith); 0 otherwise
+	lp, wp int64
 }
 
 // NewLocal returns the in-process twin of New. Of the options, only
 // WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("gcra", lim, opts)
+	o, err := redisx.Setup(lim, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -46,23 +53,13 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 // Limit returns the limit the strategy enforces.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
+
 // AllowN lets key spend n units if its theoretical arrival time, moved by n
 // emission intervals, stays within the capacity of now.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	sk, now, err := l.t.Start(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if l.sc.denyAll() {
-		return redisx.DenyAll(ctx)
-	}
-	var res strategy.Result
-	l.t.Store.Do(sk, now, func(v *tat) int64 {
-		var expires int64
-		res, expires = l.sc.decide(v, now, n)
-		return expires
-	})
-	return res, nil
+	return l.allowN(ctx, key, n, l.sc)
 }
 
 // decide is the script's decision, on v at now, for n units (0: peek). It
@@ -76,6 +73,11 @@ func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
 			ahead = min(d*s.lp+v.frac, s.full)
 		}
 	}
+	return s.decideAhead(v, ahead, now, n)
+}
+
+// decideAhead is decide once v's distance after now, in 1/lp ms, is known.
+func (s scale) decideAhead(v *tat, ahead, now, n int64) (strategy.Result, int64) {
 	want := max(n, 1)
 	remaining := (s.full - ahead) / s.wp
 	reset := ceilDiv(ahead, s.lp)
@@ -90,7 +92,7 @@ func (s scale) decide(v *tat, now, n int64) (strategy.Result, int64) {
 		return redisx.ResultOf(true, s.capacity, remaining, 0, reset), now + reset
 	}
 	ms, frac := after/s.lp, after%s.lp
-	v.ms, v.frac = now+ms, frac
+	v.ms, v.frac, v.lp, v.wp = now+ms, frac, 0, 0
 	reset = ms
 	if frac > 0 {
 		reset++
@@ -108,10 +110,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key: the subject starts again with full capacity.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

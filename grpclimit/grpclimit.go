@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -219,6 +220,35 @@ type policy struct {
 	cfg    ratelimit.Config
 	name   string            // the policy name, as Config.Name or "default"
 	fields *httplimit.Fields // the metadata values, as httplimit's headers
+
+	// A policy of a Set (NewSet) is looked up on each call, so that a
+	// reload (Set.Update) reaches the interceptor: set and setName say
+	// where, live holds the policy of the Limiter seen last.
+	set     *ratelimit.Set
+	setName string
+	live    atomic.Pointer[policy]
+}
+
+// current returns the policy that decides now: p itself, or for a policy
+// of a Set the one of the Set's Limiter of that name now, remade only when
+// a reload replaced the Limiter.
+func (p *policy) current() (*policy, error) {
+	if p.set == nil {
+		return p, nil
+	}
+	l, err := p.set.Get(p.setName)
+	if err != nil {
+		return nil, err
+	}
+	if c := p.live.Load(); c != nil && c.lim == Limiter(l) {
+		return c, nil
+	}
+	c, err := newPolicy(l)
+	if err != nil {
+		return nil, err
+	}
+	p.live.Store(c)
+	return c, nil
 }
 
 func (i *Interceptor) fail(err error) {
@@ -242,7 +272,9 @@ func New(l Limiter, opts ...Option) (*Interceptor, error) {
 }
 
 // NewSet returns an Interceptor that limits each method with the policy of
-// set that routes chooses for it. It fails, naming the entry, when routes
+// set that routes chooses for it, looked up on each call so that a reload
+// (Set.Update) takes effect at once; a call whose policy a reload removed
+// goes to the ErrorHandler. It fails, naming the entry, when routes
 // names a policy that set does not hold or a key that is not a method or a
 // service, and when an option is invalid.
 func NewSet(set *ratelimit.Set, routes Routes, opts ...Option) (*Interceptor, error) {
@@ -261,10 +293,12 @@ func NewSet(set *ratelimit.Set, routes Routes, opts ...Option) (*Interceptor, er
 		if err != nil {
 			return nil, err
 		}
-		p, err := newPolicy(l)
+		live, err := newPolicy(l)
 		if err != nil {
 			return nil, err
 		}
+		p := &policy{set: set, setName: name}
+		p.live.Store(live)
 		built[name] = p
 		return p, nil
 	}
@@ -416,9 +450,13 @@ func ResultFromContext(ctx context.Context) (ratelimit.Result, bool) {
 // check decides c. It returns the context for the handler, or the error to
 // answer with.
 func (i *Interceptor) check(ctx context.Context, c Call, setHeader func(metadata.MD)) (context.Context, error) {
-	p := i.policyFor(c.FullMethod)
-	if p == nil {
+	route := i.policyFor(c.FullMethod)
+	if route == nil {
 		return ctx, nil
+	}
+	p, err := route.current()
+	if err != nil { // the policy was removed by a reload
+		return ctx, i.onError(ctx, c, err)
 	}
 	key, err := i.key(ctx, c)
 	if err != nil {

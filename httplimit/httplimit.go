@@ -66,6 +66,15 @@
 // it wraps strategy.ErrBackend (as the facade's context errors do), 500
 // otherwise. PassThrough serves such requests unlimited instead.
 //
+// # Reloads
+//
+// New decides with the one Limiter it is given. NewForPolicy decides with a
+// policy of a ratelimit.Set, looked up on each request, so that the Set's
+// Update (a hot reload of the policies) reaches the middleware: each request
+// is decided, and its headers written, by the policy in force when it
+// arrives. Following the Set costs one atomic load and a map lookup per
+// request, and no allocation.
+//
 // A Middleware is safe for concurrent use.
 package httplimit
 
@@ -77,6 +86,7 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/strategy"
@@ -182,7 +192,7 @@ func WithTrustedProxies(header string, cidrs ...string) Option {
 			m.trusted = append(m.trusted, p)
 		}
 		if m.header == "" && m.err == nil {
-			m.err = fmt.Errorf("%w: httplimit: WithTrustedProxies: header must not be empty", strategy.ErrInvalidOption)
+			m.err = fmt.Errorf("%w: WithTrustedProxies: header must not be empty", strategy.ErrInvalidOption)
 		}
 	}
 }
@@ -194,7 +204,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 	}
-	return netip.Prefix{}, fmt.Errorf("%w: httplimit: WithTrustedProxies: %q is not a CIDR or an IP address", strategy.ErrInvalidOption, s)
+	return netip.Prefix{}, fmt.Errorf("%w: WithTrustedProxies: %q is not a CIDR or an IP address", strategy.ErrInvalidOption, s)
 }
 
 // WithIPv6Prefix sets how many leading bits of an IPv6 client address make
@@ -203,7 +213,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 func WithIPv6Prefix(bits int) Option {
 	return func(m *Middleware) {
 		if (bits < 1 || bits > 128) && m.err == nil {
-			m.err = fmt.Errorf("%w: httplimit: WithIPv6Prefix: bits must be in [1, 128], got %d", strategy.ErrInvalidOption, bits)
+			m.err = fmt.Errorf("%w: WithIPv6Prefix: bits must be in [1, 128], got %d", strategy.ErrInvalidOption, bits)
 		}
 		m.v6bits = bits
 	}
@@ -247,12 +257,13 @@ func WithErrorHandler(h ErrorHandler) Option {
 }
 
 // Middleware rate-limits the requests of the handlers it wraps. Build it
-// with New; one Middleware can wrap many handlers, which then share its
-// limiter. It is safe for concurrent use.
+// with New (one Limiter) or NewForPolicy (a policy of a ratelimit.Set,
+// following its reloads); one Middleware can wrap many handlers, which then
+// share its limiter. It is safe for concurrent use.
 type Middleware struct {
-	lim     Limiter
-	cfg     ratelimit.Config
-	fields  *Fields // the policy's rate-limit field values
+	cur     atomic.Pointer[bound] // the limiter deciding now, and its fields
+	set     *ratelimit.Set        // NewForPolicy: where the limiter comes from, per request
+	policy  string
 	key     KeyFunc
 	cost    CostFunc
 	header  string
@@ -264,14 +275,57 @@ type Middleware struct {
 	err     error
 }
 
+// bound is a limiter with the field values of its policy.
+type bound struct {
+	lim    Limiter
+	src    *ratelimit.Limiter // NewForPolicy: the Set's Limiter lim is
+	fields *Fields
+}
+
 // New returns a Middleware that decides with l. It fails when an option is
 // invalid, or when l's Config.Name cannot be a structured-field String
 // (printable ASCII only).
 func New(l Limiter, opts ...Option) (*Middleware, error) {
 	if l == nil {
-		return nil, fmt.Errorf("%w: httplimit: limiter is nil", strategy.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: limiter is nil", strategy.ErrInvalidOption)
 	}
-	m := &Middleware{lim: l, cfg: l.Config(), v6bits: 64, deny: http.HandlerFunc(DefaultDenyHandler), onError: DefaultErrorHandler}
+	m, err := newMiddleware(opts)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := NewFields(l.Config())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
+	}
+	m.cur.Store(&bound{lim: l, fields: fields})
+	return m, nil
+}
+
+// NewForPolicy returns a Middleware that decides with the Limiter of the
+// named policy of set, looked up on each request (an atomic load and a map
+// lookup), so that set.Update reaches it: a request decided before the
+// update is decided by the old policy, one after by the new one, and the
+// headers follow (q and w of the policy in force). A request arriving after
+// Update removed the policy goes to the ErrorHandler with Get's error, which
+// wraps strategy.ErrInvalidOption (500 by default). It fails when the
+// policy is not in set now, or when an option is invalid.
+func NewForPolicy(set *ratelimit.Set, policy string, opts ...Option) (*Middleware, error) {
+	if set == nil {
+		return nil, fmt.Errorf("%w: httplimit: set is nil", strategy.ErrInvalidOption)
+	}
+	m, err := newMiddleware(opts)
+	if err != nil {
+		return nil, err
+	}
+	m.set, m.policy = set, policy
+	if _, err := m.limiter(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func newMiddleware(opts []Option) (*Middleware, error) {
+	m := &Middleware{v6bits: 64, deny: http.HandlerFunc(DefaultDenyHandler), onError: DefaultErrorHandler}
 	m.key = m.ipKey
 	for _, o := range opts {
 		if o != nil {
@@ -281,11 +335,34 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	var err error
-	if m.fields, err = NewFields(m.cfg); err != nil {
+	return m, nil
+}
+
+// limiter returns the limiter that decides now, with its fields.
+func (m *Middleware) limiter() (*bound, error) {
+	b := m.cur.Load()
+	if m.set == nil {
+		return b, nil
+	}
+	l, err := m.set.Get(m.policy)
+	if err != nil {
+		if b != nil {
+			m.cur.CompareAndSwap(b, nil) // the policy is gone: let its Limiter go
+		}
+		return nil, err
+	}
+	if b != nil && b.src == l {
+		return b, nil
+	}
+	// the policy was reloaded (or this is the first request): the fields
+	// of the new Limiter, made once per Limiter
+	fields, err := NewFields(l.Config())
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", strategy.ErrInvalidOption, err)
 	}
-	return m, nil
+	b = &bound{lim: l, src: l, fields: fields}
+	m.cur.Store(b)
+	return b, nil
 }
 
 // Handler returns next wrapped: each request is charged to its key, then
@@ -293,6 +370,11 @@ func New(l Limiter, opts ...Option) (*Middleware, error) {
 // ErrorHandler when the limiter cannot decide.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := m.limiter()
+		if err != nil {
+			m.onError(w, r, next, err)
+			return
+		}
 		key, err := m.key(r)
 		if err != nil {
 			m.onError(w, r, next, fmt.Errorf("%w: %w", ErrKey, err))
@@ -302,12 +384,12 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		if m.cost != nil {
 			n = m.cost(r)
 		}
-		res, err := m.lim.AllowN(r.Context(), key, n)
+		res, err := b.lim.AllowN(r.Context(), key, n)
 		if err != nil {
 			m.onError(w, r, next, err)
 			return
 		}
-		m.setHeaders(w.Header(), res)
+		m.setHeaders(w.Header(), b.fields, res)
 		r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
 		if !res.Allowed {
 			m.deny.ServeHTTP(w, r)
@@ -341,10 +423,10 @@ func (m *Middleware) ipKey(r *http.Request) (string, error) {
 }
 
 // setHeaders writes the rate-limit fields of res.
-func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
-	q, _, rem, t := m.fields.values(res)
-	h.Set("RateLimit-Policy", m.fields.Policy(res))
-	if v := m.fields.RateLimit(res); v != "" {
+func (m *Middleware) setHeaders(h http.Header, fields *Fields, res ratelimit.Result) {
+	q, _, rem, t := fields.values(res)
+	h.Set("RateLimit-Policy", fields.Policy(res))
+	if v := fields.RateLimit(res); v != "" {
 		h.Set("RateLimit", v)
 	}
 	if m.legacy {
@@ -354,7 +436,7 @@ func (m *Middleware) setHeaders(h http.Header, res ratelimit.Result) {
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(t, 10))
 		}
 	}
-	if s, ok := m.fields.RetryAfter(res); ok {
+	if s, ok := fields.RetryAfter(res); ok {
 		h.Set("Retry-After", strconv.FormatInt(s, 10))
 	}
 }

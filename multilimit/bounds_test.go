@@ -13,8 +13,8 @@ import (
 
 // bigRules: a sliding log at MaxUnits per hour, with a loose fixed window.
 var bigRules = []multilimit.Rule{
-	{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: strategy.MaxUnits, Window: time.Hour}},
-	{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: strategy.MaxUnits, Window: 24 * time.Hour}},
+	{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: strategy.MaxUnits, Window: time.Hour}},
+	{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: strategy.MaxUnits, Window: 24 * time.Hour}},
 }
 
 // TestLargeCostIsOneEntry: a request of n units is one entry of a sliding
@@ -115,7 +115,7 @@ func TestLocalLargeCost(t *testing.T) {
 func TestStepBackCostsNoMore(t *testing.T) {
 	const held = 60_000
 	clock := conformance.NewClock(conformance.Epoch)
-	m, _ := multilimit.NewLocal([]multilimit.Rule{{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: 2 * held, Window: time.Hour}}}, strategy.WithClock(clock))
+	m, _ := multilimit.NewLocal([]multilimit.Rule{{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: 2 * held, Window: time.Hour}}}, strategy.WithClock(clock))
 	for i := 0; i < held; i++ {
 		m.AllowN(ctx, "k", 1)
 		clock.Advance(time.Millisecond)
@@ -148,7 +148,7 @@ func TestClockStepsBack(t *testing.T) {
 	for _, b := range backendNames {
 		t.Run(b, func(t *testing.T) {
 			conformance.SlidingLogClockSteps(t, func(t *testing.T, lim strategy.Limit, clock *conformance.Clock) strategy.Strategy {
-				m, err := build(t, b, []multilimit.Rule{{Algorithm: multilimit.SlidingLog, Limit: lim}}, clock)
+				m, err := build(t, b, []multilimit.Rule{{Algorithm: strategy.SlidingLog, Limit: lim}}, clock)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,14 +6,16 @@
 // the first limit's units when the second denies.)
 //
 //	lim, err := multilimit.New(rdb, []multilimit.Rule{
-//		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(10)},
-//		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(1000)},
+//		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(10)},
+//		{Algorithm: strategy.FixedWindow, Limit: strategy.PerHour(1000)},
 //	})
 //
 // A Limiter implements strategy.Strategy, so it drops in wherever one
 // algorithm does. Its Result is the most restrictive of the rules: the
 // smallest Remaining and the Limit of the rule that has it, the largest
-// RetryAfter of the rules that deny, the largest ResetAfter (see Combine).
+// RetryAfter of the rules that deny, the largest ResetAfter (on a tie of Remaining, the smaller
+// capacity, then the earlier rule). Limit returns the most restrictive
+// rule's Limit.
 // AllowNEach also returns each rule's own Result, e.g. for one RateLimit
 // header per policy.
 //
@@ -61,4 +63,10 @@
 // Redis 4 or later (HSET with several fields), Redis Cluster included.
 //
 // NewLocal is the in-process twin: the same decisions for the same clock.
+//
+// # Per-subject limits
+//
+// The rules do not implement strategy.LimitOverrider: one call checks
+// every rule of the set, and a per-call limit would need one per rule.
+// Build one set per tier instead.
 package multilimit

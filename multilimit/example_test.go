@@ -26,8 +26,8 @@ func Example() {
 	defer rdb.Close()
 
 	limiter, err := multilimit.New(rdb, []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(3)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(5)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(3)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(5)},
 	})
 	if err != nil {
 		panic(err)
@@ -66,8 +66,8 @@ func ExampleLimiter_AllowNEach() {
 	clock := strategy.ClockFunc(func() time.Time { return time.Date(2026, 11, 29, 12, 30, 0, 0, time.UTC) })
 
 	limiter, err := multilimit.New(rdb, []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(10)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(12)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(10)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerHour(12)},
 	}, strategy.WithClock(clock))
 	if err != nil {
 		panic(err)

@@ -5,6 +5,9 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
+// Combine is combine, for the tests.
+var Combine = combine
+
 // LogOf returns how many entries the twin holds for key under rule i (a
 // sliding log).
 func LogOf(l *Local, key string, i int) (entries int) {

@@ -24,7 +24,10 @@ type Local struct {
 	store *localstore.Store[state]
 }
 
-var _ strategy.Strategy = (*Local)(nil)
+var (
+	_ strategy.Strategy        = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
+)
 
 // state is one subject's state under every rule, in rule order.
 type state struct {
@@ -66,9 +69,15 @@ func NewLocal(rules []Rule, opts ...strategy.Option) (*Local, error) {
 // Rules returns the rules the twin enforces, in the order given to NewLocal.
 func (l *Local) Rules() []Rule { return publicRules(l.rules) }
 
+// Limit returns the Limit of the most restrictive rule (see Limiter.Limit).
+func (l *Local) Limit() strategy.Limit { return limitOf(l.rules) }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
+
 // AllowN records n units for key under every rule if every rule allows them,
 // and under none otherwise. The Result is the most restrictive of the rules:
-// see Combine.
+// see the package doc.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
 	r, _, err := l.AllowNEach(ctx, key, n)
 	return r, err
@@ -162,7 +171,7 @@ func (l *Local) AllowNEach(ctx context.Context, key string, n int64) (strategy.R
 		}
 		return expires
 	})
-	return Combine(allowed, each), each, nil
+	return combine(allowed, each), each, nil
 }
 
 // Peek reports key's state now under every rule without recording anything.

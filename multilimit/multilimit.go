@@ -5,27 +5,13 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/strategy"
-)
-
-// Algorithm names the algorithm of one Rule. The names are those of the
-// facade's algorithms.
-type Algorithm string
-
-// The algorithms a Rule can use.
-const (
-	// SlidingLog is the exact sliding window (package slidinglog): a
-	// sorted set of every request in the window with its cost. Memory
-	// grows with the requests in the window.
-	SlidingLog Algorithm = "sliding_log"
-	// FixedWindow counts the units of the current window, aligned to
-	// multiples of Window since the Unix epoch: one small hash per subject,
-	// whatever the limit.
-	FixedWindow Algorithm = "fixed_window"
 )
 
 // MaxRules is the largest number of rules one Limiter checks.
@@ -36,9 +22,13 @@ const MaxRules = 16
 const Tag = "ml"
 
 // Rule is one limit of a Limiter: Limit.Limit units per Limit.Window, kept
-// by Algorithm. Limit.Burst is ignored.
+// by Algorithm, which must be strategy.SlidingLog (the exact sliding
+// window: a sorted set of every request in the window with its cost) or
+// strategy.FixedWindow (a count per window aligned to multiples of Window
+// since the Unix epoch: one small hash per subject, whatever the limit).
+// Limit.Burst is ignored.
 type Rule struct {
-	Algorithm Algorithm
+	Algorithm strategy.Algorithm
 	Limit     strategy.Limit
 }
 
@@ -69,11 +59,14 @@ var script = redis.NewScript(scriptSrc)
 type Limiter struct {
 	rdb   redis.Scripter
 	rules []rule
-	opts  strategy.Options
+	opts  settings.Options
 	args  []any // the per-rule script arguments, after n and now
 }
 
-var _ strategy.Strategy = (*Limiter)(nil)
+var (
+	_ strategy.Strategy        = (*Limiter)(nil)
+	_ strategy.ContextHonourer = (*Limiter)(nil)
+)
 
 // New returns a Limiter that enforces every rule on each subject, keeping
 // its state in Redis through rdb (a *redis.Client, *redis.ClusterClient or
@@ -96,10 +89,10 @@ func New(rdb redis.Scripter, rules []Rule, opts ...strategy.Option) (*Limiter, e
 	return &Limiter{rdb: rdb, rules: rs, opts: o, args: args}, nil
 }
 
-func setup(rules []Rule, opts []strategy.Option) ([]rule, strategy.Options, error) {
-	o := strategy.Apply(opts)
+func setup(rules []Rule, opts []strategy.Option) ([]rule, settings.Options, error) {
+	o := settings.Apply(opts)
 	if o.Err != nil {
-		return nil, o, fmt.Errorf("multilimit: %w", o.Err)
+		return nil, o, o.Err
 	}
 	switch {
 	case len(rules) == 0:
@@ -111,18 +104,21 @@ func setup(rules []Rule, opts []strategy.Option) ([]rule, strategy.Options, erro
 	seen := make(map[string]int, len(rules))
 	for i, r := range rules {
 		if err := r.Limit.Validate(); err != nil {
-			return nil, o, fmt.Errorf("multilimit: rules[%d]: %w", i, err)
+			// err reads "ratelimit: invalid limit: <detail>": name the rule
+			// in the detail, keeping the one prefix.
+			detail := strings.TrimPrefix(err.Error(), strategy.ErrInvalidLimit.Error()+": ")
+			return nil, o, fmt.Errorf("%w: multilimit: rules[%d]: %s", strategy.ErrInvalidLimit, i, detail)
 		}
 		w := r.Limit.Window.Milliseconds()
 		x := rule{Rule: r, limit: r.Limit.Limit, windowMs: w}
 		switch r.Algorithm {
-		case SlidingLog:
+		case strategy.SlidingLog:
 			x.kind, x.tag = kindSlidingLog, "sl"
-		case FixedWindow:
+		case strategy.FixedWindow:
 			x.kind, x.tag = kindFixedWindow, "fw"
 		default:
 			return nil, o, fmt.Errorf("%w: multilimit: rules[%d]: Algorithm must be %q or %q, got %q",
-				strategy.ErrInvalidOption, i, SlidingLog, FixedWindow, r.Algorithm)
+				strategy.ErrInvalidOption, i, strategy.SlidingLog, strategy.FixedWindow, r.Algorithm)
 		}
 		x.tag = Tag + ":" + x.tag + ":" + strconv.FormatInt(w, 10)
 		if j, dup := seen[x.tag]; dup {
@@ -137,6 +133,29 @@ func setup(rules []Rule, opts []strategy.Option) ([]rule, strategy.Options, erro
 
 // Rules returns the rules the Limiter enforces, in the order given to New.
 func (l *Limiter) Rules() []Rule { return publicRules(l.rules) }
+
+// Limit returns the Limit of the most restrictive rule: the smallest
+// Limit.Limit (on a tie, the longest Window), with Burst 0. Its Capacity
+// is the most units a subject can hold.
+func (l *Limiter) Limit() strategy.Limit { return limitOf(l.rules) }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the Redis client does (see
+// strategy.ContextHonourer).
+func (l *Limiter) HonoursContext() bool { return redisx.HonoursContext(l.rdb) }
+
+// limitOf returns the Limit of the most restrictive of rs (see
+// Limiter.Limit).
+func limitOf(rs []rule) strategy.Limit {
+	var out strategy.Limit
+	for i, r := range rs {
+		lim := strategy.Limit{Limit: r.Limit.Limit, Window: r.Limit.Window}
+		if i == 0 || lim.Limit < out.Limit || lim.Limit == out.Limit && lim.Window > out.Window {
+			out = lim
+		}
+	}
+	return out
+}
 
 func publicRules(rs []rule) []Rule {
 	out := make([]Rule, len(rs))
@@ -159,7 +178,7 @@ func (l *Limiter) Keys(subject string) []string {
 
 // AllowN records n units for key under every rule if every rule allows them,
 // and under none otherwise, in one script run. The Result is the most
-// restrictive of the rules: see Combine.
+// restrictive of the rules (see the package doc).
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
 	r, _, err := l.AllowNEach(ctx, key, n)
 	return r, err
@@ -187,7 +206,7 @@ func (l *Limiter) AllowNEach(ctx context.Context, key string, n int64) (strategy
 		rem, retry, reset := v[1+3*i], v[2+3*i], v[3+3*i]
 		each[i] = redisx.ResultOf(retry == 0, r.limit, rem, retry, reset)
 	}
-	return Combine(v[0] == 1, each), each, nil
+	return combine(v[0] == 1, each), each, nil
 }
 
 // Peek reports key's state now under every rule, combined as by AllowN,
@@ -204,7 +223,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return redisx.Del(ctx, l.rdb, l.Keys(key)...)
 }
 
-// Combine returns the Result of a multi-limit decision from each rule's
+// combine returns the Result of a multi-limit decision from each rule's
 // Result: Allowed as given (every rule allowed and, unless a peek, the units
 // were recorded under every rule); Remaining the smallest Remaining, and
 // Limit the capacity of the rule that has it (on a tie, the smaller
@@ -212,7 +231,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // rules that deny, strategy.Never if any of them can never pass, 0 when
 // allowed; ResetAfter the largest ResetAfter, when every rule is back to
 // full capacity. each must not be empty.
-func Combine(allowed bool, each []strategy.Result) strategy.Result {
+func combine(allowed bool, each []strategy.Result) strategy.Result {
 	out := strategy.Result{Allowed: allowed, Limit: each[0].Limit, Remaining: each[0].Remaining}
 	for i, r := range each {
 		if i > 0 && (r.Remaining < out.Remaining || r.Remaining == out.Remaining && r.Limit < out.Limit) {

@@ -38,21 +38,21 @@ var ruleSets = []struct {
 	rules func(strategy.Limit) []multilimit.Rule
 }{
 	{"sliding_log", func(l strategy.Limit) []multilimit.Rule {
-		return []multilimit.Rule{{Algorithm: multilimit.SlidingLog, Limit: l}}
+		return []multilimit.Rule{{Algorithm: strategy.SlidingLog, Limit: l}}
 	}},
 	{"fixed_window", func(l strategy.Limit) []multilimit.Rule {
-		return []multilimit.Rule{{Algorithm: multilimit.FixedWindow, Limit: l}}
+		return []multilimit.Rule{{Algorithm: strategy.FixedWindow, Limit: l}}
 	}},
 	{"sliding_log+loose_fixed_window", func(l strategy.Limit) []multilimit.Rule {
 		return []multilimit.Rule{
-			{Algorithm: multilimit.SlidingLog, Limit: l},
-			{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 20*l.Limit + 20, Window: 60 * l.Window}},
+			{Algorithm: strategy.SlidingLog, Limit: l},
+			{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: 20*l.Limit + 20, Window: 60 * l.Window}},
 		}
 	}},
 	{"loose_sliding_log+fixed_window", func(l strategy.Limit) []multilimit.Rule {
 		return []multilimit.Rule{
-			{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: 20*l.Limit + 20, Window: 60 * l.Window}},
-			{Algorithm: multilimit.FixedWindow, Limit: l},
+			{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: 20*l.Limit + 20, Window: 60 * l.Window}},
+			{Algorithm: strategy.FixedWindow, Limit: l},
 		}
 	}},
 }
@@ -97,14 +97,14 @@ func TestDifferential(t *testing.T) {
 	}{
 		{"sliding_log+fixed_window", func(l strategy.Limit) []multilimit.Rule {
 			return []multilimit.Rule{
-				{Algorithm: multilimit.SlidingLog, Limit: l},
-				{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 2 * l.Limit, Window: 3 * l.Window}},
+				{Algorithm: strategy.SlidingLog, Limit: l},
+				{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: 2 * l.Limit, Window: 3 * l.Window}},
 			}
 		}},
 		{"fixed_window+sliding_log", func(l strategy.Limit) []multilimit.Rule {
 			return []multilimit.Rule{
-				{Algorithm: multilimit.FixedWindow, Limit: l},
-				{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: 2*l.Limit + 1, Window: 2 * l.Window}},
+				{Algorithm: strategy.FixedWindow, Limit: l},
+				{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: 2*l.Limit + 1, Window: 2 * l.Window}},
 			}
 		}},
 	} {
@@ -153,8 +153,8 @@ func each(t *testing.T, m multi, key string, n int64) (strategy.Result, []strate
 // request.
 func TestDenialConsumesNothing(t *testing.T) {
 	rules := []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(5)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(8)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(5)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(8)},
 	}
 	backends(t, rules, func(t *testing.T, m multi, clock *conformance.Clock) {
 		for i := int64(1); i <= 5; i++ {
@@ -224,8 +224,8 @@ func TestDenialConsumesNothing(t *testing.T) {
 
 func TestNeverWins(t *testing.T) {
 	rules := []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(2)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(10)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(2)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(10)},
 	}
 	backends(t, rules, func(t *testing.T, m multi, clock *conformance.Clock) {
 		each(t, m, "k", 2)
@@ -250,12 +250,12 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 		rules []multilimit.Rule
 	}{
 		{"tight sliding_log, loose fixed_window", []multilimit.Rule{
-			{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: 3, Window: 10 * time.Millisecond}},
-			{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: loose, Window: 24 * time.Hour}},
+			{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: 3, Window: 10 * time.Millisecond}},
+			{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: loose, Window: 24 * time.Hour}},
 		}},
 		{"tight fixed_window, loose sliding_log", []multilimit.Rule{
-			{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 3, Window: 10 * time.Millisecond}},
-			{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: loose, Window: 24 * time.Hour}},
+			{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: 3, Window: 10 * time.Millisecond}},
+			{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: loose, Window: 24 * time.Hour}},
 		}},
 	} {
 		// not miniredis: it runs one command at a time under one lock, so it
@@ -289,7 +289,7 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 					}
 					m, err = multilimit.New(rdb, c.rules, opts...)
 					rawCount = func(key string) int64 {
-						if c.rules[1].Algorithm == multilimit.FixedWindow {
+						if c.rules[1].Algorithm == strategy.FixedWindow {
 							n, err := rdb.HGet(ctx, key, "c").Int64()
 							if err != nil {
 								t.Fatalf("HGET %s c: %v", key, err)
@@ -356,8 +356,8 @@ func TestAtomicUnderConcurrency(t *testing.T) {
 func TestServerTime(t *testing.T) {
 	mr, rdb := conformance.Miniredis(t)
 	m, err := multilimit.New(rdb, []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(1)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(2)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(1)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(2)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -386,8 +386,8 @@ func TestServerTime(t *testing.T) {
 
 func TestTTL(t *testing.T) {
 	rules := []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(5)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(50)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(5)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(50)},
 	}
 	t.Run("miniredis", func(t *testing.T) {
 		mr, rdb := conformance.Miniredis(t)
@@ -431,8 +431,8 @@ func TestTTL(t *testing.T) {
 func TestPeekAndDenialWriteNothing(t *testing.T) {
 	mr, rdb := conformance.Miniredis(t)
 	m, _ := multilimit.New(rdb, []multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(5)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(0)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(5)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(0)},
 	})
 	if _, err := m.Peek(ctx, "never-seen"); err != nil {
 		t.Fatal(err)
@@ -448,8 +448,8 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	_, rdb := conformance.Miniredis(t)
 	m, _ := multilimit.New(rdb, []multilimit.Rule{
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(1000)},
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(10)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerHour(1000)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(10)},
 	}, strategy.WithPrefix("app:"))
 	for subject, want := range map[string][]string{
 		"user:42": {"app:ml:fw:3600000:{user:42}", "app:ml:sl:1000:{user:42}"},
@@ -463,10 +463,10 @@ func TestKeyLayout(t *testing.T) {
 
 func TestInvalidConfig(t *testing.T) {
 	_, rdb := conformance.Miniredis(t)
-	ok := multilimit.Rule{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(1)}
+	ok := multilimit.Rule{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(1)}
 	many := make([]multilimit.Rule, multilimit.MaxRules+1)
 	for i := range many {
-		many[i] = multilimit.Rule{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 1, Window: time.Duration(i+1) * time.Second}}
+		many[i] = multilimit.Rule{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: 1, Window: time.Duration(i+1) * time.Second}}
 	}
 	for _, c := range []struct {
 		name  string
@@ -479,10 +479,10 @@ func TestInvalidConfig(t *testing.T) {
 		{"too many rules", many, nil, []string{"at most 16 rules, got 17"}, strategy.ErrInvalidLimit},
 		{"unknown algorithm", []multilimit.Rule{ok, {Algorithm: "token_bucket", Limit: strategy.PerMinute(1)}}, nil,
 			[]string{"rules[1]", "Algorithm", "token_bucket"}, strategy.ErrInvalidOption},
-		{"zero window", []multilimit.Rule{ok, {Algorithm: multilimit.FixedWindow}}, nil, []string{"rules[1]", "Window"}, strategy.ErrInvalidLimit},
-		{"negative limit", []multilimit.Rule{{Algorithm: multilimit.SlidingLog, Limit: strategy.Limit{Limit: -1, Window: time.Second}}}, nil,
+		{"zero window", []multilimit.Rule{ok, {Algorithm: strategy.FixedWindow}}, nil, []string{"rules[1]", "Window"}, strategy.ErrInvalidLimit},
+		{"negative limit", []multilimit.Rule{{Algorithm: strategy.SlidingLog, Limit: strategy.Limit{Limit: -1, Window: time.Second}}}, nil,
 			[]string{"rules[0]", "Limit"}, strategy.ErrInvalidLimit},
-		{"same algorithm and window", []multilimit.Rule{ok, {Algorithm: multilimit.FixedWindow, Limit: strategy.PerSecond(9)}, {Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(5)}}, nil,
+		{"same algorithm and window", []multilimit.Rule{ok, {Algorithm: strategy.FixedWindow, Limit: strategy.PerSecond(9)}, {Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(5)}}, nil,
 			[]string{"rules[2]", "rules[0]"}, strategy.ErrInvalidLimit},
 		{"braces in prefix", []multilimit.Rule{ok}, []strategy.Option{strategy.WithPrefix("a{b}")}, []string{"prefix"}, strategy.ErrInvalidOption},
 	} {
@@ -544,8 +544,8 @@ func TestCombine(t *testing.T) {
 func TestLocalDropsIdleSubjects(t *testing.T) {
 	clock := conformance.NewClock(conformance.Epoch)
 	m, _ := multilimit.NewLocal([]multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerSecond(5)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerMinute(100)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerSecond(5)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerMinute(100)},
 	}, strategy.WithClock(clock))
 	for i := 0; i < 1000; i++ {
 		m.AllowN(ctx, "subject-"+strconv.Itoa(i), 1)
@@ -568,8 +568,8 @@ func TestLocalBoundsSubjects(t *testing.T) {
 	const bound, subjects = 256, 5000
 	var evicted atomic.Int64
 	m, err := multilimit.NewLocal([]multilimit.Rule{
-		{Algorithm: multilimit.SlidingLog, Limit: strategy.PerHour(5)},
-		{Algorithm: multilimit.FixedWindow, Limit: strategy.PerHour(100)},
+		{Algorithm: strategy.SlidingLog, Limit: strategy.PerHour(5)},
+		{Algorithm: strategy.FixedWindow, Limit: strategy.PerHour(100)},
 	}, strategy.WithClock(conformance.NewClock(conformance.Epoch)),
 		strategy.WithMaxSubjects(bound), strategy.WithOnEvict(func() { evicted.Add(1) }))
 	if err != nil {
@@ -603,9 +603,9 @@ func TestCluster(t *testing.T) {
 	t.Run("one subject, one slot", func(t *testing.T) {
 		prefix := testredis.Prefix(t)
 		m, err := multilimit.New(cc, []multilimit.Rule{
-			{Algorithm: multilimit.SlidingLog, Limit: strategy.PerMinute(10)},
-			{Algorithm: multilimit.FixedWindow, Limit: strategy.Limit{Limit: 1000, Window: 24 * time.Hour}},
-			{Algorithm: multilimit.SlidingLog, Limit: strategy.PerHour(100)},
+			{Algorithm: strategy.SlidingLog, Limit: strategy.PerMinute(10)},
+			{Algorithm: strategy.FixedWindow, Limit: strategy.Limit{Limit: 1000, Window: 24 * time.Hour}},
+			{Algorithm: strategy.SlidingLog, Limit: strategy.PerHour(100)},
 		}, strategy.WithPrefix(prefix), strategy.WithClock(strategy.ClockFunc(func() time.Time { return conformance.Epoch })))
 		// long windows and a clock at noon: no key expires during the test
 		if err != nil {

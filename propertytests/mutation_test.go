@@ -142,7 +142,7 @@ local k = count + want - limit`,
 	{
 		name:     "token bucket: refill truncated to whole tokens",
 		file:     "tokenbucket/tokenbucket.lua",
-		edits:    []edit{{old: `tokens = tokens + (now - last) * lp`, new: `tokens = tokens + math.floor((now - last) * lp / wp) * wp`}},
+		edits:    []edit{{old: `tokens = tokens + (now - last) * olp`, new: `tokens = tokens + math.floor((now - last) * olp / owp) * owp`}},
 		subjects: "tokenbucket", backends: "redis",
 	},
 	{
@@ -254,7 +254,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	{
 		name:     "sliding counter: expiry dropped",
 		file:     "slidingcounter/slidingcounter.lua",
-		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n)`}},
+		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n)`}},
 		subjects: "slidingcounter", backends: "redis",
 	},
 	{
@@ -350,6 +350,34 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 			{old: `share.Burst = l.burstShare[i]`, new: `share.Burst = lim.Burst`},
 		},
 		subjects: "sharded-.*", backends: "redis|local",
+	},
+	{
+		name: "compare: the candidate's decision reaches the caller",
+		file: "compare/compare.go",
+		edits: []edit{{
+			old: `	if l.mode == modeInline {
+		l.compare(ctx, key, n, lim, res)
+		return res, nil
+	}`,
+			new: `	if l.mode == modeInline { // MUTANT
+		cres, cerr := l.candidate.AllowN(ctx, key, n)
+		l.outcome(ctx, res, cres, OutcomeOf(res.Allowed, cres.Allowed))
+		return cres, cerr
+	}`,
+		}},
+		subjects: "fixedwindow", backends: "local",
+	},
+	{
+		name:     "shadow mode: a shadow denial not reported (Result.Shadow unset)",
+		file:     "failure.go",
+		edits:    []edit{{old: `r.Allowed, r.Shadow = true, true`, new: `r.Allowed, r.Shadow = true, false`}},
+		subjects: "fixedwindow", backends: "local",
+	},
+	{
+		name:     "shadow mode: a Peek of a full subject reported as a shadow pass",
+		file:     "failure.go",
+		edits:    []edit{{old: `if l.shadow && !r.Allowed && err == nil && op == opAllow && n > 0 {`, new: `if l.shadow && !r.Allowed && err == nil {`}},
+		subjects: "slidinglog", backends: "local",
 	},
 	{
 		name:     "batch: replies handed to the wrong callers of a pipeline",

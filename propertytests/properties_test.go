@@ -110,6 +110,14 @@ var properties = []property{
 		check:   checkEntries,
 	},
 	{
+		name: "compare", backends: mainBackends, applies: notSharded,
+		custom: compareProp, // compare_test.go
+	},
+	{
+		name: "shadow", backends: mainBackends, applies: notSharded, // shards start their round robin at random
+		custom: shadowProp, // shadow_test.go
+	},
+	{
 		name: "ttl", backends: redisBackends,
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,

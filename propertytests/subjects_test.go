@@ -1,6 +1,7 @@
 package propertytests
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -137,16 +138,14 @@ func (s subject) limits(lim strategy.Limit) []strategy.Limit {
 	if !s.sharded() {
 		return []strategy.Limit{lim}
 	}
-	n := sharded.Count(s.shards, lim)
-	ls, bs := sharded.Shares(lim.Limit, n), sharded.Shares(lim.Capacity(), n)
-	out := make([]strategy.Limit, n)
-	for i := range out {
-		out[i] = strategy.Limit{Limit: ls[i], Window: lim.Window}
-		if lim.Burst > 0 {
-			out[i].Burst = bs[i]
-		}
+	// the shares sharded.New gives its shards (any strategy will do)
+	l, err := sharded.New(s.shards, lim, func(sl strategy.Limit) (strategy.Strategy, error) {
+		return fixedwindow.NewLocal(sl)
+	})
+	if err != nil {
+		panic(fmt.Sprintf("sharded.New(%d, %v): %v", s.shards, lim, err)) // lim is valid
 	}
-	return out
+	return l.Limits()
 }
 
 // TestEveryAlgorithmIsCovered fails when the facade offers an algorithm that

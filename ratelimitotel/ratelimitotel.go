@@ -15,10 +15,12 @@
 //
 //   - ratelimit.decisions (counter, {decision}): every decision, reset and
 //     failed call. Attributes ratelimit.policy, ratelimit.algorithm,
-//     ratelimit.operation (allow, peek, reset), ratelimit.decision (allowed,
-//     denied, degraded: the failure policy decided because Redis failed or
-//     was not called; error: the call returned an error; reset: a reset
-//     that succeeded) and, for errors, error.type.
+//     ratelimit.operation (allow, peek, reset, refund), ratelimit.decision
+//     (allowed, denied, shadow_denied: a policy in shadow mode let through
+//     what enforcement denied; degraded: the failure policy decided because
+//     Redis failed or was not called; error: the call returned an error;
+//     reset, refund: a reset or refund that succeeded) and, for errors,
+//     error.type.
 //   - ratelimit.decision.duration (histogram, s): how long each of them
 //     took, with the same attributes.
 //   - ratelimit.degraded.decisions (counter, {decision}): the degraded
@@ -26,6 +28,12 @@
 //     ratelimit.operation, ratelimit.allowed (what the failure policy
 //     decided) and error.type (why: circuit_open, timeout, canceled,
 //     backend).
+//   - ratelimit.candidate.decisions (counter, {decision}): the decisions of
+//     a policy's candidate algorithm (ratelimit.Config.Candidate), with
+//     ratelimit.policy, ratelimit.algorithm (the candidate's) and
+//     ratelimit.agreement: both_allow, both_deny, enforced_only_deny,
+//     candidate_only_deny (the agreement matrix), candidate_error or
+//     dropped. They make no span and do not count in ratelimit.decisions.
 //   - ratelimit.evictions (counter, {subject}): subjects evicted from the
 //     limiter's in-process structures (twin, FailLocal twin, denial cache)
 //     to keep within their bound (ratelimit.WithMaxSubjects,
@@ -89,8 +97,11 @@ const (
 	MetricDecisions         = "ratelimit.decisions"
 	MetricDecisionDuration  = "ratelimit.decision.duration"
 	MetricDegradedDecisions = "ratelimit.degraded.decisions"
-	MetricBreakerState      = "ratelimit.breaker.state"
-	MetricEvictions         = "ratelimit.evictions"
+	// MetricCandidateDecisions counts the decisions of policies' candidate
+	// algorithms (ratelimit.Config.Candidate).
+	MetricCandidateDecisions = "ratelimit.candidate.decisions"
+	MetricBreakerState       = "ratelimit.breaker.state"
+	MetricEvictions          = "ratelimit.evictions"
 )
 
 // Attribute keys.
@@ -109,6 +120,7 @@ const (
 	AttrResetAfter   = attribute.Key("ratelimit.reset_after")
 	AttrDegraded     = attribute.Key("ratelimit.degraded")
 	AttrCached       = attribute.Key("ratelimit.cached")
+	AttrAgreement    = attribute.Key("ratelimit.agreement")
 )
 
 // Values of AttrDecision.
@@ -118,6 +130,11 @@ const (
 	DecisionDegraded = "degraded"
 	DecisionError    = "error"
 	DecisionReset    = "reset"
+	// DecisionShadowDenied: a policy in shadow mode let through a request
+	// that enforcement denied (Result.Shadow).
+	DecisionShadowDenied = "shadow_denied"
+	// DecisionRefund: a refund that succeeded.
+	DecisionRefund = "refund"
 )
 
 // durationBounds are the histogram's bucket boundaries in seconds: a
@@ -166,6 +183,7 @@ type Observer struct {
 	degraded  metric.Int64Counter
 	breaker   metric.Int64Gauge
 	evictions metric.Int64Counter
+	compared  metric.Int64Counter
 
 	attrSets sync.Map // attrKey -> metric.MeasurementOption
 	breakers sync.Map // policy name -> *breakerSeen
@@ -205,6 +223,9 @@ func New(opts ...Option) (*Observer, error) {
 	o.breaker, e = m.Int64Gauge(MetricBreakerState, metric.WithUnit("1"),
 		metric.WithDescription("The circuit breaker's state: 1 for the current state, 0 for the others."))
 	err = errors.Join(err, e)
+	o.compared, e = m.Int64Counter(MetricCandidateDecisions, metric.WithUnit("{decision}"),
+		metric.WithDescription("Decisions of a policy's candidate algorithm, by how they agreed with the enforced ones."))
+	err = errors.Join(err, e)
 	o.evictions, e = m.Int64Counter(MetricEvictions, metric.WithUnit("{subject}"),
 		metric.WithDescription("Subjects evicted from a limiter's in-process structures (twin, FailLocal twin, denial cache) to keep within their bound, by policy and algorithm; evicted subjects start fresh."))
 	err = errors.Join(err, e)
@@ -218,8 +239,9 @@ func New(opts ...Option) (*Observer, error) {
 // field has few values, so the cache of attribute sets stays small.
 type attrKey struct {
 	policy, algorithm, op, decision, errType string
-	degraded                                 bool // the degraded counter's set (decision is then allowed or denied)
-	evictions                                bool // the evictions counter's set: policy and algorithm only
+	degraded                                 bool   // the degraded counter's set (decision is then allowed or denied)
+	evictions                                bool   // the evictions counter's set: policy and algorithm only
+	agreement                                string // the candidate counter's set: policy, algorithm and agreement
 }
 
 func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
@@ -228,6 +250,11 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 	}
 	kv := []attribute.KeyValue{AttrPolicy.String(k.policy), AttrAlgorithm.String(k.algorithm)}
 	if k.evictions {
+		v, _ := o.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
+		return v.(metric.MeasurementOption)
+	}
+	if k.agreement != "" {
+		kv = append(kv, AttrAgreement.String(k.agreement))
 		v, _ := o.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
 		return v.(metric.MeasurementOption)
 	}
@@ -246,6 +273,10 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 
 // Observe records d: see the package doc. It implements ratelimit.Observer.
 func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
+	if d.Op == "compare" {
+		o.compared.Add(ctx, 1, o.attrs(attrKey{policy: d.Policy, algorithm: string(d.Algorithm), agreement: d.Agreement}))
+		return
+	}
 	k := attrKey{policy: d.Policy, algorithm: string(d.Algorithm), op: d.Op, decision: decisionOf(d)}
 	if d.Err != nil {
 		k.errType = ErrorType(d.Err)
@@ -275,6 +306,10 @@ func decisionOf(d ratelimit.Decision) string {
 		return DecisionError
 	case d.Op == "reset":
 		return DecisionReset
+	case d.Op == "refund":
+		return DecisionRefund
+	case d.Result.Shadow:
+		return DecisionShadowDenied
 	case d.Degraded:
 		return DecisionDegraded
 	case d.Result.Allowed:

@@ -472,3 +472,59 @@ func TestEvictions(t *testing.T) {
 		t.Fatalf("%s = %v, want %v (Limiter.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
 	}
 }
+
+// TestShadowDenials checks that a policy in shadow mode counts the denials
+// it let through apart from both allowed and denied decisions.
+func TestShadowDenials(t *testing.T) {
+	tel := newTelemetry(t)
+	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "trial", Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: ratelimit.ModeShadow},
+		ratelimit.WithObserver(tel.observer(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if r, err := lim.Allow(context.Background(), subject); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v; want allowed (shadow mode)", r, err)
+		}
+	}
+	points := tel.collect(t)
+	attrs := func(decision string) map[string]string {
+		return map[string]string{"ratelimit.algorithm": "fixed_window", "ratelimit.decision": decision, "ratelimit.operation": "allow", "ratelimit.policy": "trial"}
+	}
+	if got := value(t, points, ratelimitotel.MetricDecisions, attrs(ratelimitotel.DecisionShadowDenied)).value; got != 3 {
+		t.Errorf("shadow_denied decisions = %v, want 3", got)
+	}
+	if got := value(t, points, ratelimitotel.MetricDecisions, attrs(ratelimitotel.DecisionAllowed)).value; got != 2 {
+		t.Errorf("allowed decisions = %v, want 2", got)
+	}
+}
+
+// TestCandidateAgreement checks the agreement matrix of a policy with a
+// candidate: one count per compared request, by outcome, apart from the
+// enforced decisions.
+func TestCandidateAgreement(t *testing.T) {
+	tel := newTelemetry(t)
+	cfg := ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 3, Window: time.Hour,
+		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Hour}}
+	lim, err := ratelimit.NewLocal(cfg, ratelimit.WithObserver(tel.observer(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := lim.Allow(context.Background(), subject); err != nil {
+			t.Fatal(err)
+		}
+	}
+	points := tel.collect(t)
+	for agreement, want := range map[string]float64{"both_allow": 2, "candidate_only_deny": 1, "both_deny": 1} {
+		got := value(t, points, ratelimitotel.MetricCandidateDecisions, map[string]string{
+			"ratelimit.agreement": agreement, "ratelimit.algorithm": "sliding_log", "ratelimit.policy": "api"}).value
+		if got != want {
+			t.Errorf("%s %s = %v, want %v", ratelimitotel.MetricCandidateDecisions, agreement, got, want)
+		}
+	}
+	if got := value(t, points, ratelimitotel.MetricDecisions, map[string]string{"ratelimit.algorithm": "fixed_window",
+		"ratelimit.decision": "allowed", "ratelimit.operation": "allow", "ratelimit.policy": "api"}).value; got != 3 {
+		t.Errorf("allowed decisions = %v, want the enforced 3", got)
+	}
+}

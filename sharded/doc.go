@@ -4,12 +4,15 @@
 //
 // New(shards, lim, build) builds the wrapped strategy once per distinct
 // share (build receives the share's Limit) and splits the subject's limit
-// over the shards: shard i enforces Shares(lim.Limit, shards)[i] units per
-// Window and, when lim.Burst is set, Shares(lim.Burst, shards)[i] of the
-// burst. Shares sum exactly to Limit and Burst; the remainder goes to the
-// first shards. When the limit is smaller than shards the shard count is
-// reduced so that no shard gets 0 (Count); Shards and Limits report what is
-// in use. ratelimit.Config.Shards > 1 applies it to any algorithm.
+// over the shards: each shard enforces lim.Limit/shards units per Window
+// and, when lim.Burst is set, lim.Burst/shards of the burst, the remainders
+// going one unit each to the first shards, so that shares sum exactly to
+// Limit and Burst. When the limit is smaller than shards the shard count is
+// reduced so that no shard gets 0; Shards and Limits report what is in use.
+// Each shard's capacity is what its strategy's Limit().Capacity() says, and
+// Limit returns the subject's whole limit (Burst 0 when the wrapped
+// strategy has none). ratelimit.Config.Shards > 1 applies it to any
+// algorithm.
 //
 // # Keys
 //
@@ -20,10 +23,9 @@
 //
 // so the shards of a subject land on different cluster slots, and since
 // subjects are escaped ('#' is written %23), no subject's key, sharded or
-// not, can equal another's shard key. A strategy from elsewhere (one that
-// does not implement the internal ShardAware marker) receives the subject
-// with "#<i>" appended instead: distinct as long as every subject of that
-// strategy's key space goes through the wrapper.
+// not, can equal another's shard key. A strategy from elsewhere receives
+// the subject with "#<i>" appended instead: distinct as long as every
+// subject of that strategy's key space goes through the wrapper.
 //
 // # Decisions
 //
@@ -53,36 +55,13 @@
 // concurrently): one round trip whatever the shard count. With other
 // strategies they call every shard concurrently.
 //
-// # Precision, measured
+// # Precision
 //
 // The subject never gets more than its limit: each shard enforces its share
 // atomically. It can get less, when a request lands on a full shard while
-// another has room. TestPrecision measures it for 300 units a minute over 6
-// shards of sliding-log twins: units allowed over units an exact limiter
-// would allow, and round trips (shard decisions) per request, averaged
-// over 20 runs (RATELIMIT_SHARDED_RUNS=20 go test -v -run TestPrecision
-// ./sharded/):
-//
-//	                         burst 1x    burst 3x    steady      8 hosts     costs 1-10  2 subjects
-//	unsharded                1.000 1.00  1.000 1.00  1.000 1.00  1.000 1.00  0.965 1.00  1.000 1.00
-//	random, 1 probe          0.945 1.00  1.000 1.00  0.914 1.00  0.912 1.00  0.754 1.00  0.910 1.00
-//	random, 2 probes         0.980 1.05  1.000 1.68  0.950 1.19  0.951 1.19  0.829 1.31  0.949 1.19
-//	random, all 6 probes     1.000 1.13  1.000 4.37  1.000 3.01  1.000 3.05  0.918 2.17  1.000 3.03
-//	round robin, 1 probe     1.000 1.00  1.000 1.00  1.000 1.00  0.984 1.00  0.830 1.00  0.500 1.00
-//	round robin, 2 (default) 1.000 1.00  1.000 1.67  1.000 1.00  0.985 1.37  0.863 1.27  1.000 1.50
-//	round robin, all 6       1.000 1.00  1.000 4.33  1.000 1.00  1.000 2.61  0.908 1.88  1.000 1.50
-//
-// Bursts: 1x or 3x the limit from 16 goroutines at one instant (a 3x burst
-// is two thirds denials, which cost a round trip per probe). Steady:
-// exactly the rate for 5 windows, from one host, or from 8 hosts (each its
-// own Limiter, its own counters). Costs 1-10: random costs at the rate.
-// 2 subjects: two busy subjects whose round-robin counters collide (1 in
-// 64) and whose requests alternate strictly, the worst case of round robin,
-// which the second probe absorbs. Random picks lose 5-9% on one probe and
-// still 2-5% on two; round robin with two probes loses nothing on one host,
-// 1.5% with 8 hosts, at one round trip per allowed request and two per
-// denial. The loss grows with the cost of a request relative to a shard's
-// share: keep the largest cost a small fraction of Limit/Shards.
+// another has room: with the default round robin and two probes, nothing is
+// lost from one host and about 1.5% from 8 hosts (measured by TestPrecision;
+// the table is in the README, "Sharding hot subjects").
 //
 // # When to shard
 //
@@ -95,4 +74,12 @@
 // enough.
 //
 // A Limiter is safe for concurrent use.
+//
+// # Per-subject limits
+//
+// Sharded does not implement strategy.LimitOverrider: a per-call limit
+// would have to be split among the shards on every call, with shard
+// counts that depend on the limit (see Count), so that a subject's shards
+// would change with its tier. Give a hot subject whose limit depends on a
+// tier a sharded strategy per tier instead.
 package sharded

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -21,15 +22,14 @@ import (
 // one round trip on Redis.
 type counting struct {
 	strategy.Strategy
-	calls *atomic.Int64
+	keys.Aware // the wrapped strategy reads the shard from the context
+	calls      *atomic.Int64
 }
 
 func (c counting) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
 	c.calls.Add(1)
 	return c.Strategy.AllowN(ctx, key, n)
 }
-
-func (c counting) ShardAware() {}
 
 // variant is one way of picking and probing shards.
 type variant struct {
@@ -64,7 +64,7 @@ func (v variant) hosts(t *testing.T, h int, lim strategy.Limit, clock strategy.C
 				return st, nil
 			}
 			st, err := slidinglog.NewLocal(sl, strategy.WithClock(clock))
-			built[sl] = counting{st, calls}
+			built[sl] = counting{Strategy: st, calls: calls}
 			return built[sl], err
 		}, WithProbes(probes))
 		if err != nil {

@@ -69,42 +69,39 @@ type rrCounter struct {
 	_ [56]byte // one cache line each
 }
 
-// capacity kinds: which of a shard's shares its strategy reports as the
-// capacity that applied (Result.Limit).
-const (
-	kindUnknown int32 = iota
-	kindLimit         // the strategy ignores Burst (sliding log, counters)
-	kindBurst         // the strategy's capacity is Burst (token bucket, GCRA)
-	kindOther         // a foreign strategy with a capacity of its own
-)
-
 // Limiter spreads each subject over several shards, each an instance of the
 // wrapped strategy holding a share of the limit under a key of its own. It
 // is safe for concurrent use.
 type Limiter struct {
-	lim        strategy.Limit
-	limShare   []int64 // Limit share of each shard; sums to lim.Limit
-	burstShare []int64 // Burst share (Limit share when Burst is 0); sums to lim.Capacity()
+	lim        strategy.Limit // Burst 0 when the wrapped strategies have none
+	limShare   []int64        // Limit share of each shard; sums to lim.Limit
+	burstShare []int64        // Burst share (Limit share when Burst is 0); sums to lim.Capacity()
+	burst      bool           // New was given a Burst: the shards are built with Burst shares
+	capShare   []int64        // st[i].Limit().Capacity(): the units shard i can hold
+	capacity   int64          // the sum of capShare: the subject's capacity
+	sorted     bool           // capShare never grows with the index
 	st         []strategy.Strategy
 	aware      []bool // st[i] implements keys.ShardAware
 	queueable  []bool // st[i] implements redisx.Queueable
+	honours    bool   // every st[i] honours contexts (strategy.ContextHonourer)
 	probes     int
-	witness    int // a shard whose Limit and Burst shares differ, or -1
 	pick       pickMode
 	seed       maphash.Seed
 	rr         [rrStripes]rrCounter
-	kind       atomic.Int32
 }
 
 // A Limiter is deliberately not keys.ShardAware: wrapped in another, it
 // receives the outer shard in its subject ("subject#i") and adds its own
 // shard in the context, so nested shards never share a key.
-var _ strategy.Strategy = (*Limiter)(nil)
+var (
+	_ strategy.Strategy        = (*Limiter)(nil)
+	_ strategy.ContextHonourer = (*Limiter)(nil)
+)
 
-// Count returns the number of shards New uses for shards requested of lim:
-// shards, reduced so that no shard gets a share of 0 of Limit or Burst
+// shardCount returns the number of shards New uses for shards requested of
+// lim: shards, reduced so that no shard gets a share of 0 of Limit or Burst
 // (at most Limit shards, at most Burst when it is set), and at least 1.
-func Count(shards int, lim strategy.Limit) int {
+func shardCount(shards int, lim strategy.Limit) int {
 	n := int64(shards)
 	n = min(n, lim.Limit)
 	if lim.Burst > 0 {
@@ -113,9 +110,9 @@ func Count(shards int, lim strategy.Limit) int {
 	return int(max(n, 1))
 }
 
-// Shares splits total over n shards: total/n each, and one more for the
-// first total%n shards, so that the shares sum exactly to total.
-func Shares(total int64, n int) []int64 {
+// splitShares splits total over n shards: total/n each, and one more for
+// the first total%n shards, so that the shares sum exactly to total.
+func splitShares(total int64, n int) []int64 {
 	s := make([]int64, n)
 	q, r := total/int64(n), total%int64(n)
 	for i := range s {
@@ -129,18 +126,18 @@ func Shares(total int64, n int) []int64 {
 
 // New returns a Limiter that spreads each subject over shards keys, shard i
 // enforcing the limit build receives for it: its share of lim.Limit and of
-// lim.Burst (see Shares). When lim allows fewer units than shards, the
-// shard count is reduced so that no shard gets 0 (see Count); Shards
-// reports the count in use. shards < 1 or > MaxShards is an error.
+// lim.Burst (see the package doc). When lim allows fewer units than shards,
+// the shard count is reduced so that no shard gets 0; Shards reports the
+// count in use. shards < 1 or > MaxShards is an error.
 //
 // build is called once per distinct share (at most four times) and its
 // strategies are reused for every shard with that share. Strategies of this
 // module read the shard index from the context and put it in their key
 // (<prefix><tag>:{<subject>#<i>}), which spreads the shards of one subject
-// over the nodes of a Redis Cluster. A strategy that does not implement
-// keys.ShardAware receives the subject with "#<i>" appended instead; the
-// wrapper's keys stay distinct as long as every subject of that strategy's
-// key space goes through the wrapper.
+// over the nodes of a Redis Cluster. A strategy from elsewhere receives the
+// subject with "#<i>" appended instead; the wrapper's keys stay distinct as
+// long as every subject of that strategy's key space goes through the
+// wrapper. Each shard's capacity is its strategy's Limit().Capacity().
 func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, error), opts ...Option) (*Limiter, error) {
 	if shards < 1 {
 		return nil, fmt.Errorf("%w: sharded: shards must be >= 1, got %d", strategy.ErrInvalidOption, shards)
@@ -152,7 +149,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		return nil, fmt.Errorf("%w: sharded: build must not be nil", strategy.ErrInvalidOption)
 	}
 	if err := lim.Validate(); err != nil {
-		return nil, fmt.Errorf("sharded: %w", err)
+		return nil, err
 	}
 	o := options{probes: DefaultProbes}
 	for _, opt := range opts {
@@ -163,26 +160,21 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 	if o.err != nil {
 		return nil, o.err
 	}
-	n := Count(shards, lim)
+	n := shardCount(shards, lim)
 	l := &Limiter{
 		lim:        lim,
-		limShare:   Shares(lim.Limit, n),
-		burstShare: Shares(lim.Capacity(), n),
+		limShare:   splitShares(lim.Limit, n),
+		burstShare: splitShares(lim.Capacity(), n),
+		burst:      lim.Burst > 0,
+		capShare:   make([]int64, n),
+		sorted:     true,
 		st:         make([]strategy.Strategy, n),
 		aware:      make([]bool, n),
 		queueable:  make([]bool, n),
+		honours:    true,
 		probes:     min(o.probes, n),
 	}
-	l.witness = -1
-	for i := range n {
-		if l.limShare[i] != l.burstShare[i] {
-			l.witness = i
-			break
-		}
-	}
-	if l.witness < 0 {
-		l.kind.Store(kindLimit) // both readings give the same capacities
-	}
+	burst := false // some shard's strategy has a burst
 	built := map[strategy.Limit]strategy.Strategy{}
 	for i := range n {
 		share := strategy.Limit{Limit: l.limShare[i], Window: lim.Window}
@@ -193,7 +185,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		if !ok {
 			var err error
 			if st, err = build(share); err != nil {
-				return nil, fmt.Errorf("sharded: shard %d (%v): %w", i, share, err)
+				return nil, fmt.Errorf("%w (sharded: shard %d, limit %v)", err, i, share)
 			}
 			if st == nil {
 				return nil, fmt.Errorf("%w: sharded: build returned a nil strategy for %v", strategy.ErrInvalidOption, share)
@@ -203,6 +195,19 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		l.st[i] = st
 		_, l.aware[i] = st.(keys.ShardAware)
 		_, l.queueable[i] = st.(redisx.Queueable)
+		if h, ok := st.(strategy.ContextHonourer); !ok || !h.HonoursContext() {
+			l.honours = false
+		}
+		sl := st.Limit()
+		burst = burst || sl.Burst > 0
+		l.capShare[i] = sl.Capacity()
+		l.capacity += l.capShare[i]
+		if i > 0 && l.capShare[i] > l.capShare[i-1] {
+			l.sorted = false
+		}
+	}
+	if !burst {
+		l.lim.Burst = 0
 	}
 	l.seed = maphash.MakeSeed()
 	for i := range l.rr {
@@ -212,39 +217,40 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 }
 
 // Shards returns the number of shards in use: the shards asked of New,
-// reduced when the limit is smaller (see Count).
+// reduced when the limit is smaller.
 func (l *Limiter) Shards() int { return len(l.st) }
 
-// Limits returns the limit each shard enforces; they sum to the Limiter's.
+// Limits returns the limit each shard was built with; they sum to the
+// Limiter's.
 func (l *Limiter) Limits() []strategy.Limit {
 	out := make([]strategy.Limit, len(l.st))
 	for i := range out {
 		out[i] = strategy.Limit{Limit: l.limShare[i], Window: l.lim.Window}
-		if l.lim.Burst > 0 {
+		if l.burst {
 			out[i].Burst = l.burstShare[i]
 		}
 	}
 	return out
 }
 
-// Limit returns the limit the Limiter enforces for each subject as a whole.
+// Limit returns the limit the Limiter enforces for each subject as a
+// whole: the lim given to New, with Burst 0 when the wrapped strategies
+// report none (their Limit().Burst is 0).
 func (l *Limiter) Limit() strategy.Limit { return l.lim }
 
+// HonoursContext reports whether every wrapped strategy honours contexts
+// (see strategy.ContextHonourer); false when one does not implement it.
+func (l *Limiter) HonoursContext() bool { return l.honours }
+
 // eligible returns how many shards, from the first, can ever take n
-// units: all but those whose share is below n, as far as the capacity kind
-// is known. Shares never grow with the index.
+// units: all but those whose capacity is below n, when capacities never
+// grow with the index (always with the strategies of this module).
 func (l *Limiter) eligible(n int64) int {
-	var shares []int64
-	switch l.kind.Load() {
-	case kindLimit:
-		shares = l.limShare
-	case kindBurst:
-		shares = l.burstShare
-	default:
-		return len(l.st)
+	m := len(l.capShare)
+	if !l.sorted {
+		return m
 	}
-	m := len(shares)
-	for m > 1 && shares[m-1] < n {
+	for m > 1 && l.capShare[m-1] < n {
 		m--
 	}
 	return m
@@ -287,14 +293,14 @@ func (l *Limiter) call(ctx context.Context, i int, key string, f func(st strateg
 	return f(l.st[i], ctx, key+"#"+strconv.Itoa(i))
 }
 
+func peek(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
+	return st.Peek(ctx, key)
+}
+
 func allowN(n int64) func(strategy.Strategy, context.Context, string) (strategy.Result, error) {
 	return func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
 		return st.AllowN(ctx, key, n)
 	}
-}
-
-func peek(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
-	return st.Peek(ctx, key)
 }
 
 // AllowN tries the request on one shard, picked round robin in proportion
@@ -331,7 +337,6 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		if err != nil {
 			return strategy.Result{}, err
 		}
-		l.learn(i, r.Limit)
 		tried, res = append(tried, i), append(res, r)
 		if r.Allowed {
 			break
@@ -353,29 +358,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		}
 		i = next
 	}
-	if l.kind.Load() == kindUnknown {
-		// Every shard tried had equal Limit and Burst shares, so its
-		// Result.Limit does not tell whether the strategy's capacity is
-		// Limit or Burst. Read a shard whose shares differ, once for the
-		// life of the Limiter; on failure the subject's Limit is reported.
-		if r, err := l.call(ctx, l.witness, key, peek); err == nil {
-			l.learn(l.witness, r.Limit)
-		}
-	}
 	return l.combine(tried, res), nil
 }
 
-// fits reports whether n units can ever fit in shard i, as far as the
-// capacity kind is known (true when it is not).
-func (l *Limiter) fits(i int, n int64) bool {
-	switch l.kind.Load() {
-	case kindLimit:
-		return n <= l.limShare[i]
-	case kindBurst:
-		return n <= l.burstShare[i]
-	}
-	return true
-}
+// fits reports whether n units can ever fit in shard i.
+func (l *Limiter) fits(i int, n int64) bool { return n <= l.capShare[i] }
 
 func containsInt(s []int, v int) bool {
 	for _, x := range s {
@@ -386,48 +373,14 @@ func containsInt(s []int, v int) bool {
 	return false
 }
 
-// learn records which share shard i reports as its capacity.
-func (l *Limiter) learn(i int, capacity int64) {
-	if l.kind.Load() != kindUnknown {
-		return
-	}
-	lim, burst := l.limShare[i], l.burstShare[i]
-	switch {
-	case capacity == lim && capacity == burst:
-		return // ambiguous on this shard
-	case capacity == lim:
-		l.kind.CompareAndSwap(kindUnknown, kindLimit)
-	case capacity == burst:
-		l.kind.CompareAndSwap(kindUnknown, kindBurst)
-	default:
-		l.kind.CompareAndSwap(kindUnknown, kindOther)
-	}
-}
-
-// subjectCapacity returns the subject's capacity given that the shards
-// tried report capCap units of capacity and hold limCap Limit units.
-func (l *Limiter) subjectCapacity(capSum, limSum int64) int64 {
-	switch l.kind.Load() {
-	case kindBurst:
-		return l.lim.Capacity()
-	case kindOther:
-		if limSum == 0 {
-			return capSum
-		}
-		return mulDiv(capSum, l.lim.Limit, limSum)
-	}
-	return l.lim.Limit // kindLimit, or ambiguous so far
-}
-
 // combine turns the results of the shards tried into the subject's.
 func (l *Limiter) combine(tried []int, res []strategy.Result) strategy.Result {
 	var out strategy.Result
-	var remSum, capSum, limSum int64
+	var remSum, capSum int64
 	retry := strategy.Never
 	for j, r := range res {
 		remSum += r.Remaining
-		capSum += r.Limit
-		limSum += l.limShare[tried[j]]
+		capSum += l.capShare[tried[j]]
 		out.ResetAfter = max(out.ResetAfter, r.ResetAfter)
 		if r.Allowed {
 			out.Allowed = true
@@ -439,7 +392,7 @@ func (l *Limiter) combine(tried []int, res []strategy.Result) strategy.Result {
 	out.Limit = capSum
 	out.Remaining = remSum
 	if len(tried) < len(l.st) {
-		out.Limit = l.subjectCapacity(capSum, limSum)
+		out.Limit = l.capacity
 		if capSum > 0 {
 			out.Remaining = mulDiv(min(remSum, capSum), out.Limit, capSum)
 		}
@@ -474,9 +427,6 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 	res := make([]strategy.Result, len(l.st))
 	if err := l.all(ctx, key, res); err != nil {
 		return strategy.Result{}, err
-	}
-	for i, r := range res {
-		l.learn(i, r.Limit)
 	}
 	tried := make([]int, len(l.st))
 	for i := range tried {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,16 +66,16 @@ func TestShares(t *testing.T) {
 		{strategy.MaxUnits, 3, []int64{366503875926, 366503875925, 366503875925}},
 	} {
 		t.Run(fmt.Sprintf("%d over %d", c.total, c.n), func(t *testing.T) {
-			got := Shares(c.total, c.n)
+			got := splitShares(c.total, c.n)
 			if !slices.Equal(got, c.want) {
-				t.Fatalf("Shares(%d, %d) = %v, want %v", c.total, c.n, got, c.want)
+				t.Fatalf("splitShares(%d, %d) = %v, want %v", c.total, c.n, got, c.want)
 			}
 			var sum int64
 			for _, s := range got {
 				sum += s
 			}
 			if sum != c.total {
-				t.Fatalf("Shares(%d, %d) sum to %d", c.total, c.n, sum)
+				t.Fatalf("splitShares(%d, %d) sum to %d", c.total, c.n, sum)
 			}
 		})
 	}
@@ -103,8 +102,8 @@ func TestShardCount(t *testing.T) {
 		{"one shard", 1, strategy.PerMinute(100), 1, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := Count(c.shards, c.lim); got != c.want {
-				t.Fatalf("Count(%d, %v) = %d, want %d", c.shards, c.lim, got, c.want)
+			if got := shardCount(c.shards, c.lim); got != c.want {
+				t.Fatalf("shardCount(%d, %v) = %d, want %d", c.shards, c.lim, got, c.want)
 			}
 			l := mustNew(t, c.shards, c.lim, localLog(clock))
 			if l.Shards() != c.want {
@@ -336,6 +335,7 @@ func (n noShard) Peek(ctx context.Context, key string) (strategy.Result, error) 
 func (n noShard) Reset(ctx context.Context, key string) error {
 	return n.st.Reset(context.Background(), key)
 }
+func (n noShard) Limit() strategy.Limit { return n.st.Limit() }
 
 // TestResultsForTheSubject checks how the subject's Result is derived from
 // the shards tried.
@@ -472,31 +472,7 @@ func TestLocalTwinShardsApart(t *testing.T) {
 	}
 }
 
-// hammer runs 16 goroutines sending single units to one subject until
-// requests have been sent, and returns how many were allowed.
-func hammer(t *testing.T, st strategy.Strategy, key string, requests int) int64 {
-	t.Helper()
-	var allowed, next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for next.Add(1) <= int64(requests) {
-				r, err := st.AllowN(ctx, key, 1)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if r.Allowed {
-					allowed.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return allowed.Load()
-}
-
-// TestNeverAboveTheLimit: 16 goroutines on one sharded subject, the clock
+// TestNeverAboveTheLimit: 24 goroutines on one sharded subject, the clock
 // frozen so nothing refills: never more than the limit, and all of it when
 // the burst is twice the limit.
 func TestNeverAboveTheLimit(t *testing.T) {
@@ -526,15 +502,15 @@ func TestNeverAboveTheLimit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := mustNew(t, 6, lim, c.build(t))
-			got := hammer(t, l, "hot", 2*limit)
+			got := conformance.Hammer(t, []strategy.Strategy{l}, "hot", 24, 2*limit/24)
 			if got != limit {
-				t.Fatalf("16 goroutines, %d requests: allowed %d, want exactly the limit %d", 2*limit, got, limit)
+				t.Fatalf("24 goroutines, %d requests: allowed %d, want exactly the limit %d", 2*limit, got, limit)
 			}
 			if p, _ := l.Peek(ctx, "hot"); p.Remaining != 0 {
 				t.Fatalf("Peek after = %+v, want Remaining 0", p)
 			}
 			// a burst of exactly the limit on a fresh subject: never above, close to it
-			got = hammer(t, l, "fresh", limit)
+			got = conformance.Hammer(t, []strategy.Strategy{l}, "fresh", 24, limit/24)
 			if got > limit || got < limit*95/100 {
 				t.Fatalf("burst of exactly the limit: allowed %d, want within [%d, %d]", got, limit*95/100, limit)
 			}

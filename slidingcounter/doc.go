@@ -93,4 +93,15 @@
 // dropping it when its counts stop mattering.
 //
 // Limiter and Local are safe for concurrent use.
+//
+// # Per-subject limits
+//
+// AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with
+// another Limit of the same Window, e.g. a subject's tier. The counts of
+// the current and previous windows are the same whatever limit a call
+// carries, and are stored as counted; a call of limit L estimates
+// min(curr, L) + ⌈min(prev, L) × (Window - elapsed)/Window⌉, as for a
+// lowered Limit. So a subject keeps what it used when its limit changes:
+// an upgrade gives the new headroom at once, a downgrade below what it
+// used denies it until the estimate has fallen below the new limit.
 package slidingcounter

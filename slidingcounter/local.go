@@ -15,13 +15,16 @@ import (
 // subject's state is dropped when the window after its last recorded one
 // ends.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
 	t        localstore.Twin[counts]
 	windowMs int64
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // counts holds the units recorded in window idx (now / window) and in the
@@ -36,25 +39,35 @@ type counts struct {
 // options, only WithClock matters; the default clock is time.Now. It fails
 // as New does.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("slidingcounter", lim, opts, checkProduct)
+	o, err := redisx.Setup(lim, opts, checkProduct)
 	if err != nil {
 		return nil, err
 	}
+	lim.Burst = 0
 	w := lim.Window.Milliseconds()
 	return &Local{t: localstore.NewTwin[counts](lim, o, w), windowMs: w}, nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // AllowN records n units for key if the estimated units in the sliding
 // window plus n do not exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	limit, w := l.t.Lim.Limit, l.windowMs
+	w := l.windowMs
 	idx := exact.FloorDiv(now, w)
 	elapsed := now - idx*w
 	var res strategy.Result
@@ -66,6 +79,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		case idx - 1:
 			prev = s.curr
 		}
+		rawPrev := prev // kept as it is: a later call may have a higher limit
 		curr, prev = min(curr, limit), min(prev, limit)
 		used := curr + (prev*(w-elapsed)+w-1)/w
 		var reset int64
@@ -82,7 +96,7 @@ func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 		case used+want <= limit && n == 0:
 			res = redisx.ResultOf(true, limit, limit-used, 0, reset)
 		case used+want <= limit:
-			*s = counts{idx: idx, curr: curr + n, prev: prev}
+			*s = counts{idx: idx, curr: curr + n, prev: rawPrev}
 			res = redisx.ResultOf(true, limit, limit-used-n, 0, 2*w-elapsed)
 		default:
 			var retry int64
@@ -111,10 +125,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

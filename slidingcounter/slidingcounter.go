@@ -28,14 +28,22 @@ var script = redis.NewScript(scriptSrc)
 // Limiter is the sliding window counter on Redis. It is safe for concurrent
 // use.
 type Limiter struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
+	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
+	queueable
 	b redisx.Base
 	// the script's constant arguments, boxed once rather than per call
 	limitArg, windowArg any
+	// per-call limits (AllowNWith): the limit argument, boxed once
+	overrides redisx.Cache[any]
 }
 
 var (
-	_ strategy.Strategy = (*Limiter)(nil)
-	_ keys.ShardAware   = (*Limiter)(nil)
+	_ strategy.Strategy        = (*Limiter)(nil)
+	_ keys.ShardAware          = (*Limiter)(nil)
+	_ redisx.Queueable         = (*Limiter)(nil)
+	_ strategy.ContextHonourer = (*Limiter)(nil)
 )
 
 // New returns a sliding window counter that keeps its counts in Redis
@@ -47,6 +55,7 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	if err != nil {
 		return nil, err
 	}
+	b.Lim.Burst = 0
 	return &Limiter{b: b, limitArg: lim.Limit, windowArg: lim.Window.Milliseconds()}, nil
 }
 
@@ -54,14 +63,20 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 func checkProduct(lim strategy.Limit) error {
 	// Validate bounds both factors, so the product cannot overflow int64.
 	if w := lim.Window.Milliseconds(); lim.Limit*w > MaxProduct {
-		return fmt.Errorf("%w: Limit x Window must be <= 2^52 unit-ms, got %d x %dms",
+		return fmt.Errorf("%w: slidingcounter: Limit x Window must be <= 2^52 unit-ms, got %d x %dms",
 			strategy.ErrInvalidLimit, lim.Limit, w)
 	}
 	return nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the Redis client does (see
+// strategy.ContextHonourer).
+func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
 
 // Key returns the Redis key that holds key's counts.
 func (l *Limiter) Key(key string) string { return l.b.Key(key) }
@@ -86,11 +101,12 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 // Reset deletes key's counts.
 func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
 
-// ShardAware marks the Limiter as honouring the shard index that the
-// sharded wrapper passes. It does nothing.
-func (*Limiter) ShardAware() {}
-
-// Queueable marks the Limiter's Peek and Reset as one script call each,
-// which the sharded wrapper sends for all shards in one pipeline. It does
-// nothing.
-func (*Limiter) Queueable() {}
+// shardAware and queueable mark a Limiter as reading the shard index from
+// the context, and its Peek and Reset as one script call each, which the
+// sharded wrapper sends for all shards in one pipeline.
+type (
+	//lint:ignore U1000 used by the embedded field shardAware
+	shardAware = keys.Aware
+	//lint:ignore U1000 used by the embedded field queueable
+	queueable = redisx.Queue
+)

@@ -51,7 +51,9 @@ if v then
     prev = c
   end
 end
--- counts above the limit (it was lowered) weigh as a full window
+-- counts above the limit (it was lowered, or a per-call limit is lower)
+-- weigh as a full window; the previous window's count is kept as it is
+local rawprev = prev
 curr = math.min(curr, limit)
 prev = math.min(prev, limit)
 
@@ -76,10 +78,10 @@ if used + want <= limit then
       -- curr + n <= limit < 2^20: no carry; the key already expires when
       -- the next window ends
       redis.call('INCRBY', KEYS[1], ARGV[3])
-    elseif limit < 1048576 then
-      redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)
+    elseif limit < 1048576 and rawprev < 1048576 then
+      redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)
     else
-      redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. prev, 'PX', reset)
+      redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. rawprev, 'PX', reset)
     end
   end
   local remaining = limit - used - n

@@ -1,11 +1,8 @@
 package slidingcounter_test
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,18 +13,6 @@ import (
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
-
-var ctx = context.Background()
-
-func TestConformance(t *testing.T) {
-	conformance.RunBackends(t, conformance.Subject{ExactRetry: true}, slidingcounter.New, slidingcounter.NewLocal)
-}
-
-func TestDifferential(t *testing.T) {
-	conformance.DifferentialOf(t, slidingcounter.New, slidingcounter.NewLocal)
-}
 
 // TestLargeAllowedReply takes the script's path for an allowed decision
 // whose reset after ms * (limit + 1) + remaining is 2^53 or more: it must
@@ -42,7 +27,7 @@ func TestLargeAllowedReply(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			clock := conformance.NewClock(start)
 			st := conformance.Backend(t, backend, lim, clock, slidingcounter.New, slidingcounter.NewLocal)
-			if got, err := st.AllowN(ctx, "big", 3); err != nil || got != want {
+			if got, err := st.AllowN(t.Context(), "big", 3); err != nil || got != want {
 				t.Fatalf("AllowN(3) = %+v, %v; want %+v", got, err, want)
 			}
 		})
@@ -59,8 +44,8 @@ func compare(t *testing.T, r, l strategy.Strategy, clock *conformance.Clock, ops
 		clock.Set(time.UnixMilli(now))
 		key := []string{"a", "b"}[rng.IntN(2)]
 		n := cost(rng)
-		rr, rerr := r.AllowN(ctx, key, n)
-		lr, lerr := l.AllowN(ctx, key, n)
+		rr, rerr := r.AllowN(t.Context(), key, n)
+		lr, lerr := l.AllowN(t.Context(), key, n)
 		if rerr != nil || lerr != nil || rr != lr {
 			t.Fatalf("seed %d, op %d at %d ms: AllowN(%q, %d):\n redis %+v %v\n local %+v %v",
 				seed, i, now, key, n, rr, rerr, lr, lerr)
@@ -117,18 +102,6 @@ func TestDifferentialLargeProduct(t *testing.T) {
 	}
 }
 
-// TestClockBackToAnEarlierWindow: counts belong to their windows; a clock
-// that goes back to an earlier window does not see later counts.
-func TestClockBackToAnEarlierWindow(t *testing.T) {
-	backends(t, strategy.PerSecond(3), conformance.Epoch.Add(time.Second), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 3)
-		clock.Set(conformance.Epoch.Add(999 * time.Millisecond))
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 2 {
-			t.Fatalf("one window back: %+v, want allowed with Remaining 2", r)
-		}
-	})
-}
-
 // TestLimitLowered: counts recorded under a higher limit weigh as a full
 // window under the new one, and RetryAfter stays exact.
 func TestLimitLowered(t *testing.T) {
@@ -145,115 +118,57 @@ func TestLimitLowered(t *testing.T) {
 			}
 			high, _ := slidingcounter.New(rdb, strategy.PerSecond(10), opts...)
 			low, _ := slidingcounter.New(rdb, strategy.PerSecond(3), opts...)
-			allow(t, high, "k", 10)
+			conformance.Allow(t, high, "k", 10)
 			// as if 3 were recorded: in the next window 3 x (1000-e)/1000 + 1 <= 3 from e = 334ms
-			r := allow(t, low, "k", 1)
+			r := conformance.Allow(t, low, "k", 1)
 			if r.Allowed || r.Remaining != 0 || r.RetryAfter != 1334*time.Millisecond || r.ResetAfter != 2*time.Second {
 				t.Fatalf("AllowN(1) under the lowered limit = %+v, want denied, Remaining 0, RetryAfter 1334ms, ResetAfter 2s", r)
 			}
 			clock.Advance(1333 * time.Millisecond)
-			if r := allow(t, low, "k", 1); r.Allowed {
+			if r := conformance.Allow(t, low, "k", 1); r.Allowed {
 				t.Fatalf("AllowN(1) 1ms before RetryAfter = %+v, want denied", r)
 			}
 			clock.Advance(time.Millisecond)
-			if r := allow(t, low, "k", 1); !r.Allowed || r.Remaining != 0 {
+			if r := conformance.Allow(t, low, "k", 1); !r.Allowed || r.Remaining != 0 {
 				t.Fatalf("AllowN(1) at RetryAfter = %+v, want allowed with Remaining 0", r)
 			}
 		})
 	}
 }
 
-// backends runs f over the Redis strategy on miniredis and on a real Redis,
-// and over the local twin, all on a manual clock starting at start.
+// backends runs f over the Redis strategy on every backend and over the
+// local twin, all on a manual clock starting at start.
 func backends(t *testing.T, lim strategy.Limit, start time.Time, f func(t *testing.T, st strategy.Strategy, clock *conformance.Clock)) {
 	t.Helper()
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := conformance.NewClock(start)
-			f(t, build(t, name, lim, clock), clock)
-		})
-	}
-}
-
-// build returns the strategy of the backend name on clock.
-func build(t *testing.T, name string, lim strategy.Limit, clock strategy.Clock) strategy.Strategy {
-	t.Helper()
-	return conformance.Backend(t, name, lim, clock, slidingcounter.New, slidingcounter.NewLocal)
-}
-
-// liveClock is a manual clock that also runs with real time, and remembers
-// the last time it told. A real Redis's TTLs run in real time: on a clock
-// that stands still between steps, a key could expire while the clock is
-// still in its window, which no real clock allows; on this one it cannot.
-type liveClock struct {
-	manual *conformance.Clock
-	start  time.Time
-	mu     sync.Mutex
-	last   time.Time
-}
-
-func newLiveClock(t time.Time) *liveClock {
-	return &liveClock{manual: conformance.NewClock(t), start: time.Now()}
-}
-
-// Now returns the manual time plus the real time since the clock was made.
-func (c *liveClock) Now() time.Time {
-	t := c.manual.Now().Add(time.Since(c.start))
-	c.mu.Lock()
-	c.last = t
-	c.mu.Unlock()
-	return t
-}
-
-// Last returns the time Now last returned.
-func (c *liveClock) Last() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-func allow(t *testing.T, st strategy.Strategy, key string, n int64) strategy.Result {
-	t.Helper()
-	r, err := st.AllowN(ctx, key, n)
-	if err != nil {
-		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
-	}
-	return r
-}
-
-func peek(t *testing.T, st strategy.Strategy, key string) strategy.Result {
-	t.Helper()
-	r, err := st.Peek(ctx, key)
-	if err != nil {
-		t.Fatalf("Peek(%q): %v", key, err)
-	}
-	return r
+	conformance.OnBackendsAt(t, lim, start, slidingcounter.New, slidingcounter.NewLocal, func(t *testing.T, _ string, st strategy.Strategy, clock *conformance.Clock) {
+		f(t, st, clock)
+	})
 }
 
 // TestEstimate checks the interpolation to the unit and the millisecond.
 func TestEstimate(t *testing.T) {
 	// Epoch is a whole minute: a window of 1s starts there.
 	backends(t, strategy.PerSecond(10), conformance.Epoch, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 10) // the previous window, full
+		conformance.Allow(t, st, "k", 10) // the previous window, full
 		clock.Advance(1250 * time.Millisecond)
 		// 250ms into the next window: 10 x 750/1000 = 7.5 still weigh, 8 in units
-		if p := peek(t, st, "k"); !p.Allowed || p.Remaining != 2 || p.ResetAfter != 750*time.Millisecond {
+		if p := conformance.Peek(t, st, "k"); !p.Allowed || p.Remaining != 2 || p.ResetAfter != 750*time.Millisecond {
 			t.Fatalf("Peek 250ms into the next window = %+v, want allowed, Remaining 2, ResetAfter 750ms", p)
 		}
-		if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != 1750*time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 2); !r.Allowed || r.Remaining != 0 || r.ResetAfter != 1750*time.Millisecond {
 			t.Fatalf("AllowN(2) = %+v, want allowed, Remaining 0, ResetAfter 1750ms", r)
 		}
 		// 2 + ceil(10 x (1000-e)/1000) + 1 <= 10 from e = 300ms on
-		r := allow(t, st, "k", 1)
+		r := conformance.Allow(t, st, "k", 1)
 		if r.Allowed || r.RetryAfter != 50*time.Millisecond || r.ResetAfter != 1750*time.Millisecond {
 			t.Fatalf("AllowN(1) when full = %+v, want denied, RetryAfter 50ms, ResetAfter 1750ms", r)
 		}
 		clock.Advance(49 * time.Millisecond)
-		if r := allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("AllowN(1) 1ms before RetryAfter = %+v, want denied with RetryAfter 1ms", r)
 		}
 		clock.Advance(time.Millisecond)
-		if r := allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
+		if r := conformance.Allow(t, st, "k", 1); !r.Allowed || r.Remaining != 0 {
 			t.Fatalf("AllowN(1) at RetryAfter = %+v, want allowed, Remaining 0", r)
 		}
 	})
@@ -264,41 +179,22 @@ func TestEstimate(t *testing.T) {
 // fallen far enough, or, for the full limit, when the next window ends.
 func TestRetryAfterInTheNextWindow(t *testing.T) {
 	backends(t, strategy.PerSecond(3), conformance.Epoch, func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		allow(t, st, "k", 3)
+		conformance.Allow(t, st, "k", 3)
 		// next window: ceil(3 x (1000-e)/1000) + 1 <= 3 from e = 334ms
 		for n, want := range map[int64]time.Duration{1: 1334 * time.Millisecond, 2: 1667 * time.Millisecond, 3: 2 * time.Second} {
-			if r := allow(t, st, "k", n); r.Allowed || r.RetryAfter != want || r.ResetAfter != 2*time.Second {
+			if r := conformance.Allow(t, st, "k", n); r.Allowed || r.RetryAfter != want || r.ResetAfter != 2*time.Second {
 				t.Fatalf("AllowN(%d) = %+v, want denied, RetryAfter %v, ResetAfter 2s", n, r, want)
 			}
 		}
 		clock.Advance(1999 * time.Millisecond)
-		if r := allow(t, st, "k", 3); r.Allowed || r.RetryAfter != time.Millisecond {
+		if r := conformance.Allow(t, st, "k", 3); r.Allowed || r.RetryAfter != time.Millisecond {
 			t.Fatalf("AllowN(3) at 1999ms = %+v, want denied with RetryAfter 1ms", r)
 		}
 		clock.Advance(time.Millisecond)
-		if r := allow(t, st, "k", 3); !r.Allowed {
+		if r := conformance.Allow(t, st, "k", 3); !r.Allowed {
 			t.Fatalf("AllowN(3) at 2s = %+v, want allowed", r)
 		}
 	})
-}
-
-// event is an allowed request: n units at ms t.
-type event struct{ t, n int64 }
-
-// maxInWindow returns the most units that fall within one sliding window
-// (t - w, t] of the events, which must be in time order.
-func maxInWindow(events []event, w int64) int64 {
-	var best, sum int64
-	j := 0
-	for i := range events {
-		sum += events[i].n
-		for events[j].t <= events[i].t-w {
-			sum -= events[j].n
-			j++
-		}
-		best = max(best, sum)
-	}
-	return best
 }
 
 // bound is the documented worst case: Limit + floor(Limit x (W - 2) / W).
@@ -313,14 +209,14 @@ func TestErrorBoundReached(t *testing.T) {
 	const limit, w = 50, 200
 	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
 	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		var events []event
-		if r := allow(t, st, "k", limit); !r.Allowed {
+		var events []conformance.Event
+		if r := conformance.Allow(t, st, "k", limit); !r.Allowed {
 			t.Fatalf("burst of %d from idle = %+v, want allowed", limit, r)
 		}
-		events = append(events, event{edge - 1, limit})
+		events = append(events, conformance.Event{T: edge - 1, N: limit})
 		clock.Advance(time.Millisecond)
 		for now := edge; now < edge+2*w; now = clock.Now().UnixMilli() {
-			p := peek(t, st, "k")
+			p := conformance.Peek(t, st, "k")
 			if p.Remaining == 0 {
 				if p.RetryAfter <= 0 {
 					t.Fatalf("at %dms: Peek = %+v, want RetryAfter > 0 with nothing remaining", now-edge, p)
@@ -328,12 +224,12 @@ func TestErrorBoundReached(t *testing.T) {
 				clock.Advance(p.RetryAfter)
 				continue
 			}
-			if r := allow(t, st, "k", p.Remaining); !r.Allowed {
+			if r := conformance.Allow(t, st, "k", p.Remaining); !r.Allowed {
 				t.Fatalf("at %dms: AllowN(Remaining %d) = %+v, want allowed", now-edge, p.Remaining, r)
 			}
-			events = append(events, event{now, p.Remaining})
+			events = append(events, conformance.Event{T: now, N: p.Remaining})
 		}
-		got, want := maxInWindow(events, w), bound(limit, w)
+		got, want := conformance.MaxInWindow(events, w), bound(limit, w)
 		t.Logf("worst case: %d units in one sliding window, %.2f x the limit", got, float64(got)/limit)
 		if got != want {
 			t.Fatalf("most units in one sliding window = %d, want the bound %d exactly", got, want)
@@ -348,17 +244,17 @@ func TestBoundaryBurst(t *testing.T) {
 	const limit, w = 50, 1000
 	edge := (conformance.Epoch.UnixMilli()/w + 1) * w
 	backends(t, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, time.UnixMilli(edge-1), func(t *testing.T, st strategy.Strategy, clock *conformance.Clock) {
-		events := []event{}
+		events := []conformance.Event{}
 		burst := func(now int64) int64 {
 			clock.Set(time.UnixMilli(now))
 			var got int64
 			for i := 0; i < limit; i++ {
-				if r := allow(t, st, "k", 1); r.Allowed {
+				if r := conformance.Allow(t, st, "k", 1); r.Allowed {
 					got++
 				}
 			}
 			if got > 0 {
-				events = append(events, event{now, got})
+				events = append(events, conformance.Event{T: now, N: got})
 			}
 			return got
 		}
@@ -371,7 +267,7 @@ func TestBoundaryBurst(t *testing.T) {
 		if got := burst(edge + 100); got != limit*100/w {
 			t.Fatalf("burst 100ms after the edge: %d allowed, want %d", got, limit*100/w)
 		}
-		got := maxInWindow(events, w)
+		got := conformance.MaxInWindow(events, w)
 		t.Logf("boundary burst: %d units in one sliding window, %.2f x the limit", got, float64(got)/limit)
 		if got != limit+limit*100/w {
 			t.Fatalf("most units in one sliding window = %d, want %d", got, limit+limit*100/w)
@@ -384,158 +280,13 @@ func TestBoundaryBurst(t *testing.T) {
 // Limit.
 func TestErrorBoundRandom(t *testing.T) {
 	const limit, w = 9, 300
-	seed := uint64(time.Now().UnixNano())
-	for _, name := range conformance.BackendNames() {
-		t.Run(name, func(t *testing.T) {
-			clock := newLiveClock(conformance.Epoch)
-			st := build(t, name, strategy.Limit{Limit: limit, Window: w * time.Millisecond}, clock)
-			rng := rand.New(rand.NewPCG(seed, 4))
-			var events []event
-			perWindow := map[int64]int64{}
-			for i := 0; i < 600; i++ {
-				// bursts at random phases, then quiet or steady stretches
-				clock.manual.Advance(time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond)
-				n := int64(rng.IntN(4) + 1)
-				if r := allow(t, st, "k", n); r.Allowed {
-					now := clock.Last().UnixMilli()
-					events = append(events, event{now, n})
-					perWindow[now/w] += n
-				}
-			}
-			got := maxInWindow(events, w)
-			t.Logf("seed %d: %d units in one sliding window at most, %.2f x the limit", seed, got, float64(got)/limit)
-			if got > bound(limit, w) || got < limit {
-				t.Fatalf("seed %d: most units in one sliding window = %d, want in [%d, %d]", seed, got, limit, bound(limit, w))
-			}
-			for idx, n := range perWindow {
-				if n > limit {
-					t.Fatalf("seed %d: %d units in the aligned window %d, want <= %d", seed, n, idx, limit)
-				}
-			}
-		})
-	}
-}
-
-func TestServerTime(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	st, err := slidingcounter.New(rdb, strategy.PerSecond(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr.SetTime(conformance.Epoch.Add(900 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 2); !r.Allowed {
-		t.Fatal("first request denied")
-	}
-	// Keys do not expire here (miniredis TTLs move only with FastForward):
-	// the window index in the value tells which count is which.
-	mr.SetTime(conformance.Epoch.Add(1499 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); r.Allowed || r.RetryAfter != time.Millisecond {
-		t.Fatalf("at +1499ms by the server's TIME: %+v, want denied with RetryAfter 1ms", r)
-	}
-	mr.SetTime(conformance.Epoch.Add(1500 * time.Millisecond))
-	if r, _ := st.AllowN(ctx, "k", 1); !r.Allowed {
-		t.Fatalf("at +1500ms by the server's TIME: %+v, want allowed", r)
-	}
-	mr.SetTime(conformance.Epoch.Add(3 * time.Second))
-	if p, _ := st.Peek(ctx, "k"); p.Remaining != 2 || p.ResetAfter != 0 {
-		t.Fatalf("two windows later by the server's TIME: %+v, want Remaining 2, ResetAfter 0", p)
-	}
-}
-
-func TestTTL(t *testing.T) {
-	// 250ms into a 1s window, the count matters until the next window ends.
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	lim := strategy.PerSecond(5)
-	t.Run("miniredis", func(t *testing.T) {
-		mr, rdb := conformance.Miniredis(t)
-		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock))
-		allow(t, st, "k", 1)
-		if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
-			t.Fatalf("TTL = %v, want 1750ms (until the next window ends)", ttl)
-		}
-		mr.FastForward(1749 * time.Millisecond)
-		if !mr.Exists(st.Key("k")) {
-			t.Fatal("key expired before the next window ended")
-		}
-		mr.FastForward(time.Millisecond)
-		if mr.Exists(st.Key("k")) {
-			t.Fatal("key still exists after the next window ended")
-		}
+	conformance.RandomTraffic(t, slidingcounter.New, slidingcounter.NewLocal, conformance.WindowTraffic{
+		Lim: strategy.Limit{Limit: limit, Window: w * time.Millisecond}, Stream: 4,
+		// bursts at random phases, then quiet or steady stretches
+		Step: func(rng *rand.Rand) time.Duration { return time.Duration(rng.IntN(20)*rng.IntN(3)) * time.Millisecond },
+		Cost: func(rng *rand.Rand) int64 { return int64(rng.IntN(4) + 1) },
+		Lo:   limit, Hi: bound(limit, w),
 	})
-	t.Run("redis", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := slidingcounter.New(rdb, lim, strategy.WithClock(clock), strategy.WithPrefix(testredis.Prefix(t)))
-		allow(t, st, "k", 1)
-		if ttl := rdb.PTTL(ctx, st.Key("k")).Val(); ttl <= 0 || ttl > 1750*time.Millisecond {
-			t.Fatalf("PTTL = %v, want in (0, 1750ms]", ttl)
-		}
-		if err := st.Reset(ctx, "k"); err != nil {
-			t.Fatal(err)
-		}
-		if n := rdb.Exists(ctx, st.Key("k")).Val(); n != 0 {
-			t.Fatal("key exists after Reset")
-		}
-	})
-	t.Run("redis server time", func(t *testing.T) {
-		rdb := conformance.RealRedis(t)
-		st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix(testredis.Prefix(t)))
-		r := allow(t, st, "k", 1)
-		ttl := rdb.PTTL(ctx, st.Key("k")).Val()
-		if ttl <= time.Minute || ttl > r.ResetAfter {
-			t.Fatalf("PTTL = %v, want in (1m, ResetAfter %v]", ttl, r.ResetAfter)
-		}
-	})
-}
-
-// TestLaterWritesKeepTheTTL: a window's later units are added with INCRBY,
-// the cheap path, which keeps the TTL of the window's first write (the
-// deadline is the same); miniredis's TTL, moved with FastForward alone,
-// shows which path ran.
-func TestLaterWritesKeepTheTTL(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
-	st, _ := slidingcounter.New(rdb, strategy.PerSecond(5), strategy.WithClock(clock))
-	allow(t, st, "k", 1)
-	if ttl := mr.TTL(st.Key("k")); ttl != 1750*time.Millisecond {
-		t.Fatalf("TTL after the first write = %v, want 1750ms", ttl)
-	}
-	mr.FastForward(100 * time.Millisecond)
-	if r := allow(t, st, "k", 2); !r.Allowed || r.Remaining != 2 {
-		t.Fatalf("AllowN(2) = %+v, want allowed with Remaining 2", r)
-	}
-	if ttl := mr.TTL(st.Key("k")); ttl != (1750-100)*time.Millisecond {
-		t.Fatalf("TTL after a later write = %v, want 1750ms - 100ms, not rewritten", ttl)
-	}
-}
-
-func TestPeekAndDenialWriteNothing(t *testing.T) {
-	mr, rdb := conformance.Miniredis(t)
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(clock))
-	if _, err := st.Peek(ctx, "never-seen"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "never-seen", 3); r.Allowed {
-		t.Fatalf("AllowN(3) of 2 = %+v, want denied", r)
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("Peek and a denial of an unknown subject created keys %v", keys)
-	}
-	allow(t, st, "k", 2)
-	key := st.Key("k")
-	v, _ := mr.Get(key)
-	mr.FastForward(time.Second) // so that a rewritten TTL would show
-	ttl := mr.TTL(key)
-	clock.Advance(time.Minute + time.Second)
-	if _, err := st.Peek(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if r := allow(t, st, "k", 1); r.Allowed {
-		t.Fatalf("AllowN(1) one window after 2 of 2 = %+v, want denied", r)
-	}
-	if v2, _ := mr.Get(key); v2 != v || mr.TTL(key) != ttl {
-		t.Fatalf("after Peek and a denial: value %q TTL %v, want unchanged %q %v", v2, mr.TTL(key), v, ttl)
-	}
 }
 
 // TestForeignValue: a value the script did not write (an older format, a
@@ -546,83 +297,8 @@ func TestForeignValue(t *testing.T) {
 	st, _ := slidingcounter.New(rdb, strategy.PerMinute(2), strategy.WithClock(conformance.NewClock(conformance.Epoch)))
 	for _, v := range []string{"garbage", "12", "1:2", "1:2:3:4", "-1:5:5", ""} {
 		mr.Set(st.Key("k"), v)
-		if p := peek(t, st, "k"); p.Remaining != 2 {
+		if p := conformance.Peek(t, st, "k"); p.Remaining != 2 {
 			t.Errorf("Peek with value %q = %+v, want Remaining 2", v, p)
-		}
-	}
-}
-
-func TestKeyLayout(t *testing.T) {
-	_, rdb := conformance.Miniredis(t)
-	st, _ := slidingcounter.New(rdb, strategy.PerMinute(5), strategy.WithPrefix("app:"))
-	for subject, want := range map[string]string{
-		"user:42":   "app:sc:{user:42}",
-		"{x}":       "app:sc:{%7Bx%7D}",
-		"a#1":       "app:sc:{a%231}",
-		"100%":      "app:sc:{100%25}",
-		"ключ":      "app:sc:{ключ}",
-		"nul\x00in": "app:sc:{nul\x00in}",
-	} {
-		if got := st.Key(subject); got != want {
-			t.Errorf("Key(%q) = %q, want %q", subject, got, want)
-		}
-	}
-	def, _ := slidingcounter.New(rdb, strategy.PerMinute(5))
-	if got := def.Key("user:42"); got != "rl:sc:{user:42}" {
-		t.Errorf("Key with the default prefix = %q, want rl:sc:{user:42}", got)
-	}
-}
-
-func TestInvalidConfig(t *testing.T) {
-	conformance.InvalidConfig(t, slidingcounter.New, slidingcounter.NewLocal,
-		conformance.ConfigCase{Name: "limit x window too large", Lim: strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}, Field: "Limit x Window"},
-	)
-	_, rdb := conformance.Miniredis(t)
-	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}); !errors.Is(err, strategy.ErrInvalidLimit) {
-		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
-	}
-	if _, err := slidingcounter.New(rdb, strategy.Limit{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}); err != nil {
-		t.Errorf("Limit x Window = MaxProduct: err = %v, want none", err)
-	}
-}
-
-// TestMemoryUsage measures what Redis holds for one subject after 100
-// requests, with the default prefix, on a real redis-server of its own: an
-// integer below a limit of 2^20, a string above.
-func TestMemoryUsage(t *testing.T) {
-	rdb := testredis.Start(t).Client(t)
-	for _, c := range []struct {
-		limit int64
-		max   int64
-		enc   string
-	}{
-		// 24 (dict entry) + 32 (the 15-byte key) + 16 (integer object)
-		{100, 72, "int"},
-		// the same with a string of up to 12 bytes (32)
-		{1 << 20, 88, "embstr"},
-	} {
-		// 30s into a window: the previous window's count is kept too
-		clock := conformance.NewClock(conformance.Epoch.Add(30 * time.Second))
-		st, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.limit, Window: time.Minute}, strategy.WithClock(clock))
-		st.Reset(ctx, "user:42")
-		for i := 0; i < 100; i++ {
-			if r := allow(t, st, "user:42", 1); !r.Allowed {
-				t.Fatalf("limit %d: request %d denied", c.limit, i)
-			}
-			if i == 49 {
-				clock.Advance(time.Minute) // 50 in one window, 50 in the next
-			}
-		}
-		key := st.Key("user:42")
-		got, err := rdb.MemoryUsage(ctx, key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := rdb.Get(ctx, key).Val()
-		enc := rdb.ObjectEncoding(ctx, key).Val()
-		t.Logf("limit %d: MEMORY USAGE %s after 100 requests = %d bytes (value %q, encoding %s)", c.limit, key, got, v, enc)
-		if got > c.max || enc != c.enc {
-			t.Errorf("limit %d: MEMORY USAGE %s = %d bytes, encoding %s; want <= %d, %s", c.limit, key, got, enc, c.max, c.enc)
 		}
 	}
 }
@@ -640,81 +316,65 @@ func TestFormatsCarryOver(t *testing.T) {
 			clock := conformance.NewClock(conformance.Epoch.Add(250 * time.Millisecond))
 			from, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.from, Window: time.Second}, strategy.WithClock(clock))
 			to, _ := slidingcounter.New(rdb, strategy.Limit{Limit: c.to, Window: time.Second}, strategy.WithClock(clock))
-			allow(t, from, "k", 40)
+			conformance.Allow(t, from, "k", 40)
 			clock.Advance(time.Second) // 250ms into the next window: 40 x 750/1000 = 30 weigh
-			allow(t, from, "k", 5)
+			conformance.Allow(t, from, "k", 5)
 			before, _ := mr.Get(from.Key("k"))
-			if p := peek(t, to, "k"); p.Remaining != c.to-35 {
+			if p := conformance.Peek(t, to, "k"); p.Remaining != c.to-35 {
 				t.Fatalf("Peek under limit %d after 40 and 5 under limit %d = %+v, want Remaining %d", c.to, c.from, p, c.to-35)
 			}
-			allow(t, to, "k", 1)
+			conformance.Allow(t, to, "k", 1)
 			after, _ := mr.Get(from.Key("k"))
-			if p := peek(t, from, "k"); p.Remaining != c.from-36 {
+			if p := conformance.Peek(t, from, "k"); p.Remaining != c.from-36 {
 				t.Fatalf("Peek under limit %d after one more under limit %d = %+v, want Remaining %d (stored %q, then %q)", c.from, c.to, p, c.from-36, before, after)
 			}
 		})
 	}
 }
 
-func TestLocalDropsIdleSubjects(t *testing.T) {
-	clock := conformance.NewClock(conformance.Epoch)
-	st, _ := slidingcounter.NewLocal(strategy.PerSecond(5), strategy.WithClock(clock))
-	touch := func() {
-		for i := 0; i < 5000; i++ { // touch every stripe (64 of them) with near certainty
-			st.Peek(ctx, string(rune(i)))
-		}
-	}
-	for i := 0; i < 1000; i++ {
-		st.AllowN(ctx, "subject-"+string(rune('a'+i%26))+string(rune(i)), 1)
-	}
-	if n := st.Subjects(); n != 1000 {
-		t.Fatalf("%d subjects stored, want 1000", n)
-	}
-	clock.Advance(2 * time.Second) // the end of the window after theirs
-	st.AllowN(ctx, "late", 1)
-	touch()
-	if n := st.Subjects(); n > 1 {
-		t.Fatalf("%d subjects still stored when their counts stopped mattering, want only the live one", n)
+// TestSpec runs the checks every algorithm shares with the sliding
+// counter's numbers. By the server's TIME, miniredis keys do not expire
+// (their TTLs move only with FastForward): the window index in the value
+// tells which count is which. The key lives until the next window ends,
+// and later writes of the window (INCRBY, the cheap path) keep that TTL.
+// Memory, with the previous window's count kept too: 24 (dict entry) + 32
+// (the 15-byte key) + 16 (integer object) below a limit of 2^20, the same
+// with a string of up to 12 bytes (32) above.
+func TestSpec(t *testing.T) {
+	tooLarge := strategy.Limit{Limit: 1 << 30, Window: (1<<22 + 1) * time.Millisecond}
+	conformance.RunSpec(t, conformance.Spec[*slidingcounter.Limiter, *slidingcounter.Local]{
+		New: slidingcounter.New, NewLocal: slidingcounter.NewLocal, Tag: "sc",
+		Subject: conformance.Subject{ExactRetry: true},
+		Checks:  conformance.WindowChecks(slidingcounter.New, slidingcounter.NewLocal),
+		Allocs:  strategy.Limit{Limit: 1 << 30, Window: time.Hour},
+		ServerTime: conformance.ServerTime{
+			Lim: strategy.PerSecond(2),
+			Steps: []conformance.TimeStep{
+				{At: 900 * time.Millisecond, N: 2, Allowed: true},
+				{At: 1499 * time.Millisecond, N: 1, RetryAfter: time.Millisecond},
+				{At: 1500 * time.Millisecond, N: 1, Allowed: true},
+				{At: 3 * time.Second, N: 0, Allowed: true, Full: true},
+			},
+		},
+		TTL:   conformance.TTL{Lim: strategy.PerSecond(5), Start: 250 * time.Millisecond, N: 1, Want: 1750 * time.Millisecond, KeepOnLaterWrite: true},
+		Still: time.Minute + time.Second, // the previous window's count still weighs
+		Idle:  2 * time.Second,           // the end of the window after theirs
+		Memory: []conformance.Memory{
+			{Lim: strategy.PerMinute(100), Start: 30 * time.Second, Requests: 100, Cost: 1, Step: 600 * time.Millisecond, Encodings: []string{"int"}, MaxBytes: 72},
+			{Lim: strategy.PerMinute(1 << 20), Start: 30 * time.Second, Requests: 100, Cost: 1, Step: 600 * time.Millisecond, Encodings: []string{"embstr"}, MaxBytes: 88},
+		},
+		Invalid:  []conformance.ConfigCase{{Name: "limit x window too large", Lim: tooLarge, Field: "Limit x Window"}},
+		Accepted: []strategy.Limit{{Limit: 1 << 30, Window: (1 << 22) * time.Millisecond}},
+	})
+	_, rdb := conformance.Miniredis(t)
+	if _, err := slidingcounter.New(rdb, tooLarge); !errors.Is(err, strategy.ErrInvalidLimit) {
+		t.Errorf("Limit x Window too large: err = %v, want ErrInvalidLimit", err)
 	}
 }
 
-func BenchmarkLocal(b *testing.B) {
-	st, _ := slidingcounter.NewLocal(strategy.Limit{Limit: 1 << 30, Window: time.Hour})
-	b.ReportAllocs()
-	for b.Loop() {
-		st.AllowN(ctx, "warm", 1)
-	}
-}
+func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, slidingcounter.NewLocal) }
 
-// BenchmarkRedis compares a decision with a trivial EVALSHA on the same
-// real redis-server, with 32 goroutines per CPU over 10,000 subjects at 100
-// per minute; run with -bench and compare ns/op.
+// BenchmarkRedis: run with -bench and compare the ns/op of floor and slidingcounter.
 func BenchmarkRedis(b *testing.B) {
-	rdb := testredis.Shared(b).Client(b)
-	floor := redis.NewScript("return 1")
-	st, _ := slidingcounter.New(rdb, strategy.PerMinute(100), strategy.WithPrefix(testredis.Prefix(b)))
-	subjects := make([]string, 10000)
-	for i := range subjects {
-		subjects[i] = "user:" + string(rune('a'+i%26)) + string(rune(i))
-	}
-	b.Run("floor", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				floor.Run(ctx, rdb, nil)
-			}
-		})
-	})
-	b.Run("slidingcounter", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32)
-		b.RunParallel(func(pb *testing.PB) {
-			i := rand.IntN(len(subjects))
-			for pb.Next() {
-				st.AllowN(ctx, subjects[i%len(subjects)], 1)
-				i++
-			}
-		})
-	})
+	conformance.BenchmarkRedis(b, "slidingcounter", slidingcounter.New)
 }

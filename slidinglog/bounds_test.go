@@ -1,6 +1,7 @@
 package slidinglog_test
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
+
+var ctx = context.Background()
 
 // TestLargeCostIsOneEntry: a request of n units is one sorted-set entry
 // whatever n (the script used to add n members: 10^6 of them blocked Redis

@@ -62,4 +62,14 @@
 // Redis Cluster too: the script touches only its one key.
 //
 // Limiter and Local are safe for concurrent use.
+//
+// # Per-subject limits
+//
+// AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with
+// another Limit of the same Window, e.g. a subject's tier. The log is the
+// same whatever limit a call carries: a call of limit L passes when the
+// units recorded in (now - Window, now] plus its cost are at most L. So a
+// subject keeps what it used when its limit changes: an upgrade gives the
+// new headroom at once, a downgrade below what it used denies it until
+// enough units have left the window.
 package slidinglog

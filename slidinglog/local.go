@@ -17,39 +17,52 @@ import (
 // A decision never allocates in proportion to its cost n, and takes
 // O(log entries) time (amortized), whichever way the clock moved.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
 	t        localstore.Twin[unitlog.Log]
 	windowMs int64
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // NewLocal returns the in-process twin of New. lim.Burst is ignored. Of the
 // options, only WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("slidinglog", lim, opts)
+	o, err := redisx.Setup(lim, opts)
 	if err != nil {
 		return nil, err
 	}
+	lim.Burst = 0
 	w := lim.Window.Milliseconds()
 	return &Local{t: localstore.NewTwin[unitlog.Log](lim, o, w), windowMs: w}, nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // AllowN records n units for key if the units in the window plus n do not
 // exceed the limit.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allowN(ctx, key, n, l.t.Lim.Limit)
+}
+
+// allowN is AllowN against limit units per window.
+func (l *Local) allowN(ctx context.Context, key string, n, limit int64) (strategy.Result, error) {
 	sk, now, err := l.t.Start(ctx, key, n)
 	if err != nil {
 		return strategy.Result{}, err
 	}
 	var res strategy.Result
 	l.t.Store.Do(sk, now, func(g *unitlog.Log) int64 {
-		res = decide(g, l.t.Lim.Limit, l.windowMs, now, n)
+		res = decide(g, limit, l.windowMs, now, n)
 		if t, ok := g.Newest(); ok {
 			return t + l.windowMs
 		}
@@ -92,10 +105,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

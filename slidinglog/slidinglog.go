@@ -21,13 +21,19 @@ var script = redis.NewScript(scriptSrc)
 
 // Limiter is the exact sliding log on Redis. It is safe for concurrent use.
 type Limiter struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
+	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
+	queueable
 	b        redisx.Base
 	windowMs int64
 }
 
 var (
-	_ strategy.Strategy = (*Limiter)(nil)
-	_ keys.ShardAware   = (*Limiter)(nil)
+	_ strategy.Strategy        = (*Limiter)(nil)
+	_ keys.ShardAware          = (*Limiter)(nil)
+	_ redisx.Queueable         = (*Limiter)(nil)
+	_ strategy.ContextHonourer = (*Limiter)(nil)
 )
 
 // New returns a sliding log that keeps its entries in Redis through rdb
@@ -38,11 +44,18 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	if err != nil {
 		return nil, err
 	}
+	b.Lim.Burst = 0
 	return &Limiter{b: b, windowMs: lim.Window.Milliseconds()}, nil
 }
 
-// Limit returns the limit the strategy enforces.
+// Limit returns the limit the strategy enforces, with Burst 0: the
+// algorithm has no burst.
 func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the Redis client does (see
+// strategy.ContextHonourer).
+func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
 
 // Key returns the Redis key that holds key's entries.
 func (l *Limiter) Key(key string) string { return l.b.Key(key) }
@@ -68,11 +81,12 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 // Reset deletes key's entries.
 func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
 
-// ShardAware marks the Limiter as honouring the shard index that the
-// sharded wrapper passes. It does nothing.
-func (*Limiter) ShardAware() {}
-
-// Queueable marks the Limiter's Peek and Reset as one script call each,
-// which the sharded wrapper sends for all shards in one pipeline. It does
-// nothing.
-func (*Limiter) Queueable() {}
+// shardAware and queueable mark a Limiter as reading the shard index from
+// the context, and its Peek and Reset as one script call each, which the
+// sharded wrapper sends for all shards in one pipeline.
+type (
+	//lint:ignore U1000 used by the embedded field shardAware
+	shardAware = keys.Aware
+	//lint:ignore U1000 used by the embedded field queueable
+	queueable = redisx.Queue
+)

@@ -8,6 +8,28 @@
 // the same clock. A caller that holds a Strategy can swap one algorithm for
 // another without touching its call sites.
 //
+// # The contract
+//
+// A Strategy decides (AllowN), reads (Peek), forgets (Reset) and says what
+// it enforces (Limit). Limit's Burst is 0 unless the algorithm uses a burst
+// (token bucket, GCRA): the sliding log, compact log, fixed window and
+// sliding counter store their Limit with Burst 0 whatever they were given,
+// so Limit().Capacity() is always the most units a subject can hold and the
+// Result.Limit of its decisions. Wrappers (sharded, multilimit, the facade)
+// read it rather than infer it. Algorithm names the algorithms in
+// configuration.
+//
+// Every strategy of the module also implements ContextHonourer: a Redis
+// strategy honours contexts when its client does (a *redis.Client, or a
+// type embedding one, built with ContextTimeoutEnabled, or a client that
+// implements ContextHonourer and says so), a local twin always. A caller
+// may then call it on its own goroutine and still return by the deadline.
+//
+// Errors wrap one of the sentinels of this package and read
+// "ratelimit: <what>: <detail>", with one "ratelimit:" prefix; the detail
+// names the field, and the package when the bound is its own
+// ("ratelimit: invalid limit: compactlog: Limit must be <= 10000, got ...").
+//
 // # Time
 //
 // Redis-backed strategies read the Redis server's TIME inside their script by

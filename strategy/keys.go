@@ -3,6 +3,8 @@ package strategy
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/ratekit/ratelimit/internal/keys"
 )
 
 // MaxKeyLen is the longest subject key accepted, in bytes.
@@ -50,26 +52,11 @@ func KeyFor(prefix, tag, subject string, shard int) string {
 	b = append(b, prefix...)
 	b = append(b, tag...)
 	b = append(b, ':', '{')
-	b = AppendEscaped(b, subject)
+	b = keys.AppendEscaped(b, subject)
 	if shard >= 0 {
 		b = append(b, '#')
 		b = strconv.AppendInt(b, int64(shard), 10)
 	}
 	b = append(b, '}')
 	return string(b)
-}
-
-// AppendEscaped appends subject to b with '%', '{', '}' and '#' percent-escaped.
-func AppendEscaped(b []byte, subject string) []byte {
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(subject); i++ {
-		c := subject[i]
-		switch c {
-		case '%', '{', '}', '#':
-			b = append(b, '%', hex[c>>4], hex[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/internal/settings"
 )
 
 // DefaultPrefix is the key namespace used when WithPrefix is not given.
@@ -28,30 +29,16 @@ type ClockFunc func() time.Time
 // Now calls f.
 func (f ClockFunc) Now() time.Time { return f() }
 
-// Options are the settings every strategy shares. Build them with Apply.
-type Options struct {
-	// Prefix is the key namespace; default DefaultPrefix.
-	Prefix string
-	// Clock is the client clock, or nil: Redis strategies then read the
-	// server's TIME, local twins time.Now.
-	Clock Clock
-	// MaxSubjects bounds the subjects a local twin holds at once; 0 means
-	// DefaultMaxSubjects. Redis strategies ignore it.
-	MaxSubjects int
-	// OnEvict is called by a local twin for each subject it evicts to make
-	// room for another, or nil. Redis strategies ignore it.
-	OnEvict func()
-	// Err is the first invalid option seen, reported by the constructor.
-	Err error
-}
-
-// Option sets one of Options.
-type Option func(*Options)
+// Option sets one of the settings every strategy shares: the key prefix,
+// the clock, and a local twin's subject bound. Build them with WithPrefix,
+// WithClock, WithMaxSubjects and WithOnEvict; a constructor reports an
+// invalid one. nil options are ignored.
+type Option func(*settings.Options)
 
 // WithPrefix sets the key namespace, e.g. "rl:login:". It must not contain
 // '{' or '}', which would change the Redis Cluster hash tag of every key.
 func WithPrefix(prefix string) Option {
-	return func(o *Options) {
+	return func(o *settings.Options) {
 		if strings.ContainsAny(prefix, "{}") && o.Err == nil {
 			o.Err = fmt.Errorf("%w: prefix must not contain '{' or '}', got %s", ErrInvalidOption, quote.Value(prefix))
 		}
@@ -64,7 +51,7 @@ func WithPrefix(prefix string) Option {
 // fleet on its own NTP-disciplined clock; skew between hosts then shifts
 // decisions by the skew. A nil c is ignored.
 func WithClock(c Clock) Option {
-	return func(o *Options) {
+	return func(o *settings.Options) {
 		if c != nil {
 			o.Clock = c
 		}
@@ -81,7 +68,7 @@ func WithClock(c Clock) Option {
 // evicts. Idle subjects are freed within about one window whatever n is.
 // n must be >= 1. Redis strategies ignore it.
 func WithMaxSubjects(n int) Option {
-	return func(o *Options) {
+	return func(o *settings.Options) {
 		if n < 1 && o.Err == nil {
 			o.Err = fmt.Errorf("%w: MaxSubjects must be >= 1, got %d", ErrInvalidOption, n)
 		}
@@ -94,21 +81,9 @@ func WithMaxSubjects(n int) Option {
 // runs under a lock of the twin and must be quick and safe for concurrent
 // use. A nil f is ignored. Redis strategies ignore it.
 func WithOnEvict(f func()) Option {
-	return func(o *Options) {
+	return func(o *settings.Options) {
 		if f != nil {
 			o.OnEvict = f
 		}
 	}
-}
-
-// Apply returns the Options that opts set, with defaults for the rest. nil
-// options are ignored.
-func Apply(opts []Option) Options {
-	o := Options{Prefix: DefaultPrefix}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o
 }

@@ -94,6 +94,11 @@ type Result struct {
 	// failed or was not called, and the limiter's failure policy decided
 	// (see ratelimit.FailurePolicy). Strategies never set it.
 	Degraded bool
+	// Shadow reports a denial that the limiter let through because its
+	// policy is in shadow mode (ratelimit.ModeShadow): Allowed is true and
+	// the other fields are what enforcement decided. Strategies never set
+	// it.
+	Shadow bool
 }
 
 // Strategy is a rate-limiting algorithm. Implementations are safe for
@@ -109,4 +114,47 @@ type Strategy interface {
 	Peek(ctx context.Context, key string) (Result, error)
 	// Reset forgets the subject.
 	Reset(ctx context.Context, key string) error
+	// Limit returns the limit the strategy enforces for each subject. Burst
+	// is 0 unless the algorithm uses a burst (token bucket, GCRA), so
+	// Limit().Capacity() is the most units a subject can hold, the
+	// Result.Limit of its decisions.
+	Limit() Limit
 }
+
+// ContextHonourer is implemented by a Strategy, or a Redis client, that can
+// tell whether every call returns by its context's deadline or cancellation,
+// whatever the network does. A caller may then call it on its own
+// goroutine rather than guard it with a timer. Every strategy of this
+// module implements it: a Redis strategy asks its client (true for a
+// *redis.Client, or a type embedding one, built with
+// ContextTimeoutEnabled, and for a client that implements ContextHonourer
+// and says so); a local twin returns true.
+type ContextHonourer interface {
+	HonoursContext() bool
+}
+
+// Algorithm names a rate-limiting algorithm of this module, as written in
+// configuration (the facade's Config and Policies JSON, multilimit's Rule).
+type Algorithm string
+
+// The algorithms of this module.
+const (
+	// SlidingLog is the exact sliding window on a sorted set (package
+	// slidinglog): memory grows with the requests in the window.
+	SlidingLog Algorithm = "sliding_log"
+	// CompactLog is the exact sliding window in a few bytes per unit
+	// (package compactlog), for limits up to 10,000.
+	CompactLog Algorithm = "compact_log"
+	// FixedWindow counts the units of the current window, aligned to
+	// multiples of Window since the Unix epoch (package fixedwindow).
+	FixedWindow Algorithm = "fixed_window"
+	// TokenBucket refills Limit tokens per Window up to Burst (package
+	// tokenbucket).
+	TokenBucket Algorithm = "token_bucket"
+	// GCRA is the generic cell rate algorithm, a token bucket kept as one
+	// timestamp (package gcra).
+	GCRA Algorithm = "gcra"
+	// SlidingCounter approximates the sliding window from the current and
+	// previous windows' counters (package slidingcounter).
+	SlidingCounter Algorithm = "sliding_counter"
+)

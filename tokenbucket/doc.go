@@ -55,4 +55,21 @@
 // effect replication, the default since 5.0); one key per script, so Redis
 // Cluster works. Limiter and Local are safe for concurrent use; every
 // decision is atomic on the server, or under the subject's lock in Local.
+//
+// # Per-subject limits
+//
+// AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with
+// another Limit and Burst of the same Window, e.g. a subject's tier. The
+// subject keeps the tokens it used: u = capacity - tokens, in units of the
+// limit. A call first refills the bucket for the time since the last
+// recorded request at that request's rate, then carries u over to its own
+// limit (rounded up to its scaled unit, 1/wp of a token, and at most its
+// capacity: a downgrade below what was used leaves an empty bucket, which
+// then refills at the new rate), and decides with capacity' - u tokens:
+// an upgrade of capacity gives the difference at once. Only a recorded
+// request stores the result. A bucket last written under a limit other
+// than the strategy's own stores that limit's scale in three more fields
+// (p, w, c: its lp, wp and capacity); the strategy's own calls read both
+// layouts and write the two-field one. Per-call limits need (capacity + 1)
+// × Window in ms < 2^53, for the call's limit and the strategy's.
 package tokenbucket

@@ -11,28 +11,35 @@ import (
 
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only. It is safe for concurrent use. A
-// subject costs a small fixed amount (two int64 and the map entry) and is
-// dropped once its bucket is full again.
+// subject costs a small fixed amount (four int64, two of them for per-call
+// limits, and the map entry) and is dropped once its bucket is full again.
 type Local struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
 	t  localstore.Twin[bucket]
 	sc scale
 }
 
 var (
-	_ strategy.Strategy = (*Local)(nil)
-	_ keys.ShardAware   = (*Local)(nil)
+	_ strategy.Strategy        = (*Local)(nil)
+	_ keys.ShardAware          = (*Local)(nil)
+	_ strategy.ContextHonourer = (*Local)(nil)
 )
 
 // bucket is a subject's state. The zero bucket is full.
 type bucket struct {
 	deficit int64 // full - tokens, in scaled units
 	last    int64 // the last refill, Unix ms; meaningless when deficit is 0
+	// lp, wp: the scale of deficit and the rate of refill since last when
+	// the last write was under a per-call limit other than the strategy's
+	// (see AllowNWith); 0 otherwise
+	lp, wp int64
 }
 
 // NewLocal returns the in-process twin of New. Of the options, only
 // WithClock matters; the default clock is time.Now.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
-	o, err := redisx.Setup("tokenbucket", lim, opts)
+	o, err := redisx.Setup(lim, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -46,22 +53,12 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 // Limit returns the limit the strategy enforces.
 func (l *Local) Limit() strategy.Limit { return l.t.Lim }
 
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
+
 // AllowN takes n tokens from key's bucket if it holds at least n.
 func (l *Local) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	sk, now, err := l.t.Start(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if l.sc.denyAll() {
-		return redisx.DenyAll(ctx)
-	}
-	var res strategy.Result
-	l.t.Store.Do(sk, now, func(b *bucket) int64 {
-		var expires int64
-		res, expires = l.sc.decide(b, now, n)
-		return expires
-	})
-	return res, nil
+	return l.allowN(ctx, key, n, l.sc)
 }
 
 // decide is the script's decision, on b at now, for n units (0: peek). It
@@ -109,10 +106,6 @@ func (l *Local) Peek(ctx context.Context, key string) (strategy.Result, error) {
 
 // Reset forgets key: the subject starts again with a full bucket.
 func (l *Local) Reset(ctx context.Context, key string) error { return l.t.Reset(ctx, key) }
-
-// ShardAware marks the Local as honouring the shard index that the sharded
-// wrapper passes. It does nothing.
-func (*Local) ShardAware() {}
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.t.Subjects() }

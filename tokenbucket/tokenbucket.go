@@ -3,7 +3,6 @@ package tokenbucket
 import (
 	"context"
 	_ "embed"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,15 +22,24 @@ var script = redis.NewScript(scriptSrc)
 
 // Limiter is the token bucket on Redis. It is safe for concurrent use.
 type Limiter struct {
+	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
+	shardAware
+	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
+	queueable
 	b  redisx.Base
 	sc scale
 	// the constant script arguments, boxed once
 	lp, wp, capacity any
+	window           any
+	// per-call limits (AllowNWith): their scale and arguments, boxed once
+	overrides redisx.Cache[args]
 }
 
 var (
-	_ strategy.Strategy = (*Limiter)(nil)
-	_ keys.ShardAware   = (*Limiter)(nil)
+	_ strategy.Strategy        = (*Limiter)(nil)
+	_ keys.ShardAware          = (*Limiter)(nil)
+	_ redisx.Queueable         = (*Limiter)(nil)
+	_ strategy.ContextHonourer = (*Limiter)(nil)
 )
 
 // New returns a token bucket that keeps each subject's bucket in Redis
@@ -48,11 +56,17 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{b: b, sc: sc, lp: sc.lp, wp: sc.wp, capacity: sc.capacity}, nil
+	return &Limiter{b: b, sc: sc, lp: sc.lp, wp: sc.wp, capacity: sc.capacity,
+		window: lim.Window.Milliseconds()}, nil
 }
 
 // Limit returns the limit the strategy enforces.
 func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the Redis client does (see
+// strategy.ContextHonourer).
+func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
 
 // Key returns the Redis key that holds key's bucket.
 func (l *Limiter) Key(key string) string { return l.b.Key(key) }
@@ -68,7 +82,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		return redisx.DenyAll(ctx)
 	}
 	return redisx.Decision(ctx, l.b.RDB, script, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, n, l.b.Now())
+		l.lp, l.wp, l.capacity, n, l.b.Now(), l.lp, l.wp, l.capacity, l.window)
 }
 
 // Peek reports key's bucket now without taking anything or writing to Redis.
@@ -78,15 +92,6 @@ func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error)
 
 // Reset deletes key's bucket: the subject starts again with a full one.
 func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
-
-// ShardAware marks the Limiter as honouring the shard index that the
-// sharded wrapper passes. It does nothing.
-func (*Limiter) ShardAware() {}
-
-// Queueable marks the Limiter's Peek and Reset as one script call each,
-// which the sharded wrapper sends for all shards in one pipeline. It does
-// nothing.
-func (*Limiter) Queueable() {}
 
 // scale is the exact integer form of a limit: one token is wp units, every
 // millisecond refills lp units, and a full bucket holds full units.
@@ -104,7 +109,7 @@ func (s scale) denyAll() bool { return s.lp == 0 }
 func newScale(lim strategy.Limit) (scale, error) {
 	x, err := exact.Of(lim)
 	if err != nil {
-		return scale{}, fmt.Errorf("tokenbucket: %w", err)
+		return scale{}, err
 	}
 	s := scale{lp: x.LP, wp: x.WP, capacity: x.Capacity, full: x.Full}
 	if !s.denyAll() {
@@ -112,3 +117,13 @@ func newScale(lim strategy.Limit) (scale, error) {
 	}
 	return s, nil
 }
+
+// shardAware and queueable mark a Limiter as reading the shard index from
+// the context, and its Peek and Reset as one script call each, which the
+// sharded wrapper sends for all shards in one pipeline.
+type (
+	//lint:ignore U1000 used by the embedded field shardAware
+	shardAware = keys.Aware
+	//lint:ignore U1000 used by the embedded field queueable
+	queueable = redisx.Queue
+)

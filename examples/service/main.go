@@ -16,6 +16,14 @@
 //	GET  /report  paces its upstream calls with policy "upstream" and Wait
 //	GET  /healthz unlimited
 //
+// SIGHUP reloads the -policies file while the service runs: requests in
+// flight finish under the old policies, the next ones get the new, and a
+// policy left unchanged keeps its limiter. The log says what changed; a file
+// that does not parse, or lacks a policy the service needs, changes nothing
+// and the log says why:
+//
+//	kill -HUP $(pidof service)
+//
 // SIGINT (Ctrl-C) or SIGTERM (what container runtimes and systemd send)
 // stops it gracefully: it stops accepting connections and lets the requests
 // in flight finish, for at most 5 seconds.
@@ -65,9 +73,28 @@ type Config struct {
 // service's calls to its upstream API: one budget for the whole service.
 const UpstreamKey = "upstream-api"
 
+// Required are the policies the service needs, one per rate-limited route.
+var Required = []string{"login", "search", "upload", "upstream"}
+
+// Service is the service's routes, rate-limited by a set of policies that
+// Reload replaces while it serves.
+type Service struct {
+	set *ratelimit.Set
+	mux *http.ServeMux
+}
+
 // NewHandler returns the service's routes, rate-limited with the policies
 // of cfg on rdb. It fails when a policy is missing or invalid.
 func NewHandler(rdb redis.Scripter, cfg Config) (http.Handler, error) {
+	return NewService(rdb, cfg)
+}
+
+// NewService is NewHandler, returning the Service so that its policies can
+// be reloaded.
+func NewService(rdb redis.Scripter, cfg Config) (*Service, error) {
+	if err := checkRequired(cfg.Policies); err != nil {
+		return nil, err
+	}
 	set, err := ratelimit.NewSet(rdb, cfg.Policies, cfg.LimiterOptions...)
 	if err != nil {
 		return nil, err
@@ -75,18 +102,6 @@ func NewHandler(rdb redis.Scripter, cfg Config) (http.Handler, error) {
 	var proxies []httplimit.Option
 	if len(cfg.TrustedProxies) > 0 {
 		proxies = append(proxies, httplimit.WithTrustedProxies("X-Forwarded-For", cfg.TrustedProxies...))
-	}
-	// limit wraps h with the middleware of policy name.
-	limit := func(name string, h http.HandlerFunc, opts ...httplimit.Option) (http.Handler, error) {
-		l, err := set.Get(name)
-		if err != nil {
-			return nil, err
-		}
-		m, err := httplimit.New(l, append(opts, proxies...)...)
-		if err != nil {
-			return nil, err
-		}
-		return m.Handler(h), nil
 	}
 	perAPIKey := httplimit.WithKeyHeader("X-API-Key")
 	kib := httplimit.WithCost(func(r *http.Request) int64 { return max(1, (r.ContentLength+1023)/1024) })
@@ -102,19 +117,71 @@ func NewHandler(rdb redis.Scripter, cfg Config) (http.Handler, error) {
 		{"POST /upload", "upload", upload, []httplimit.Option{perAPIKey, kib}},
 	}
 	for _, rt := range routes {
-		h, err := limit(rt.policy, rt.h, rt.opts...)
+		// NewForPolicy looks the policy up per request: Reload reaches it
+		m, err := httplimit.NewForPolicy(set, rt.policy, append(rt.opts, proxies...)...)
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle(rt.pattern, h)
+		mux.Handle(rt.pattern, m.Handler(rt.h))
 	}
-	upstream, err := set.Get("upstream")
+	mux.HandleFunc("GET /report", report(set))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	return &Service{set: set, mux: mux}, nil
+}
+
+// ServeHTTP serves the service's routes.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Reload puts p in force, atomically: requests in flight finish under the
+// old policies, the next ones are decided by the new. Policies that p leaves
+// unchanged keep their limiters; changed ones keep their subjects' units in
+// Redis unless their algorithm changed. On any error (a required policy
+// missing, an invalid one) nothing changes. It returns what changed.
+func (s *Service) Reload(p ratelimit.Policies) (ratelimit.Changes, error) {
+	if err := checkRequired(p); err != nil {
+		return ratelimit.Changes{}, err
+	}
+	old := s.set.Policies()
+	if err := s.set.Update(p); err != nil {
+		return ratelimit.Changes{}, err
+	}
+	return old.Diff(p), nil
+}
+
+// ReloadFile reads the policy file at path and reloads its policies (see
+// Reload): what the service does on SIGHUP. A file larger than
+// ratelimit.MaxPolicyBytes is refused unread beyond that.
+func (s *Service) ReloadFile(path string) (ratelimit.Changes, error) {
+	data, err := readPolicies(path)
+	if err != nil {
+		return ratelimit.Changes{}, err
+	}
+	p, err := ratelimit.ParsePolicies(data)
+	if err != nil {
+		return ratelimit.Changes{}, err
+	}
+	return s.Reload(p)
+}
+
+// readPolicies reads the file at path, at most one byte more than
+// ratelimit.MaxPolicyBytes (enough for ParsePolicies to refuse it).
+func readPolicies(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	mux.HandleFunc("GET /report", report(upstream))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	return mux, nil
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, ratelimit.MaxPolicyBytes+1))
+}
+
+// checkRequired reports the first policy of Required that p lacks.
+func checkRequired(p ratelimit.Policies) error {
+	for _, name := range Required {
+		if _, ok := p[name]; !ok {
+			return fmt.Errorf("policy %q is missing: the service needs %s", name, strings.Join(Required, ", "))
+		}
+	}
+	return nil
 }
 
 func login(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "welcome\n") }
@@ -134,9 +201,15 @@ func upload(w http.ResponseWriter, r *http.Request) {
 
 // report calls the upstream API, which allows the service only so many
 // calls a second: rather than be refused upstream, it waits for its turn,
-// at most 5 seconds.
-func report(upstream *ratelimit.Limiter) http.HandlerFunc {
+// at most 5 seconds. It takes policy "upstream" from set per request, so a
+// reload reaches it.
+func report(set *ratelimit.Set) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		upstream, err := set.Get("upstream")
+		if err != nil { // Reload keeps it: cannot happen
+			http.Error(w, "no upstream policy", http.StatusInternalServerError)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -166,7 +239,7 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	data := DefaultPolicies
 	if *policiesPath != "" {
 		var err error
-		if data, err = os.ReadFile(*policiesPath); err != nil {
+		if data, err = readPolicies(*policiesPath); err != nil {
 			return err
 		}
 	}
@@ -192,25 +265,35 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 
-	h, err := NewHandler(rdb, cfg)
+	svc, err := NewService(rdb, cfg)
 	if err != nil {
 		return err
 	}
+	// SIGHUP reloads the policy file; registered before the service says
+	// it listens, so that a SIGHUP never finds the default action (exit).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second}
 	logger.Printf("listening on http://%s (policies: %s)", ln.Addr(), strings.Join(policies.Names(), ", "))
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	for done := false; !done; {
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			done = true
+		case <-hup:
+			reload(svc, *policiesPath, logger)
+		}
 	}
 	logger.Printf("shutting down: finishing the requests in flight")
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -223,6 +306,21 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	}
 	logger.Printf("stopped")
 	return nil
+}
+
+// reload is what the service does on SIGHUP: reload the policy file at
+// path, and log what changed, or why it keeps the policies in force.
+func reload(svc *Service, path string, logger *log.Logger) {
+	if path == "" {
+		logger.Printf("SIGHUP: nothing to reload: the service runs the built-in policies (start it with -policies file)")
+		return
+	}
+	changes, err := svc.ReloadFile(path)
+	if err != nil {
+		logger.Printf("SIGHUP: keeping the policies in force: %s: %v", path, err)
+		return
+	}
+	logger.Printf("SIGHUP: reloaded %s: %s", path, changes)
 }
 
 // stopSignals end the service gracefully: Ctrl-C, and the signal that

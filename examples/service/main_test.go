@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -329,10 +330,83 @@ func TestRun(t *testing.T) {
 func TestMain(m *testing.M) {
 	if os.Getenv("RATELIMIT_SERVICE_MAIN") == "1" {
 		os.Args = []string{"service", "-listen", "127.0.0.1:0"}
+		if path := os.Getenv("RATELIMIT_SERVICE_POLICIES"); path != "" {
+			os.Args = append(os.Args, "-policies", path)
+		}
 		main()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// process is the program running as a process of its own (see TestMain).
+type process struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string // its log, line by line; closed at its exit
+	logs  []string    // the lines read so far
+	c     client
+}
+
+// startProcess runs the program with env added to the environment and
+// waits until it listens.
+func startProcess(t *testing.T, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "RATELIMIT_SERVICE_MAIN=1"), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	p := &process{t: t, cmd: cmd, lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	l := p.waitFor("listening on http://")
+	_, rest, _ := strings.Cut(l, "listening on http://")
+	addr, _, _ := strings.Cut(rest, " ")
+	p.c = client{t: t, url: "http://" + addr}
+	return p
+}
+
+// waitFor reads the log until a line holds s, and returns that line.
+func (p *process) waitFor(s string) string {
+	p.t.Helper()
+	for l := range p.lines {
+		p.logs = append(p.logs, l)
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	p.t.Fatalf("the service ended without logging %q; log:\n%s", s, p.log())
+	return ""
+}
+
+func (p *process) log() string { return strings.Join(p.logs, "\n") }
+
+// stop sends sig and checks that the program shuts down gracefully.
+func (p *process) stop(sig os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+	for l := range p.lines {
+		p.logs = append(p.logs, l)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Errorf("after %v: %v, want exit status 0; log:\n%s", sig, err, p.log())
+	}
+	if !strings.Contains(p.log(), "shutting down") {
+		p.t.Errorf("after %v: no graceful shutdown in the log:\n%s", sig, p.log())
+	}
 }
 
 // TestStopSignals runs the program as a process and stops it with each
@@ -341,52 +415,137 @@ func TestMain(m *testing.M) {
 func TestStopSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "RATELIMIT_SERVICE_MAIN=1")
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			lines := make(chan string, 100)
-			go func() {
-				sc := bufio.NewScanner(stderr)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-				close(lines)
-			}()
-			var logs []string
-			addr := ""
-			for addr == "" {
-				l, ok := <-lines
-				if !ok {
-					t.Fatalf("the service ended before listening; log:\n%s", strings.Join(logs, "\n"))
-				}
-				logs = append(logs, l)
-				if _, rest, found := strings.Cut(l, "listening on http://"); found {
-					addr, _, _ = strings.Cut(rest, " ")
-				}
-			}
-			c := client{t: t, url: "http://" + addr}
-			if r := c.do("GET", "/healthz", nil); r.status != 200 {
+			p := startProcess(t)
+			if r := p.c.do("GET", "/healthz", nil); r.status != 200 {
 				t.Fatalf("healthz: %d", r.status)
 			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			for l := range lines {
-				logs = append(logs, l)
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("after %v: %v, want exit status 0; log:\n%s", sig, err, strings.Join(logs, "\n"))
-			}
-			if !strings.Contains(strings.Join(logs, "\n"), "shutting down") {
-				t.Errorf("after %v: no graceful shutdown in the log:\n%s", sig, strings.Join(logs, "\n"))
-			}
+			p.stop(sig)
 		})
+	}
+}
+
+// servicePolicies is a policy file with login's limit set to loginLimit.
+func servicePolicies(loginLimit int) string {
+	return fmt.Sprintf(`{
+		"login":    {"algorithm": "sliding_log", "limit": %d, "window": "1m", "timeout": "10s"},
+		"search":   {"algorithm": "gcra", "limit": 3, "window": "1m", "timeout": "10s"},
+		"upload":   {"algorithm": "sliding_log", "limit": 10, "window": "1h", "timeout": "10s"},
+		"upstream": {"algorithm": "sliding_log", "limit": 2, "window": "200ms", "timeout": "10s"}
+	}`, loginLimit)
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loginQ makes one login and returns its status and the policy's q.
+func loginQ(t *testing.T, c client, label string) (int, int64) {
+	t.Helper()
+	r := c.do("POST", "/login", nil)
+	q, _, _, _ := fields(t, label, "login", r)
+	return r.status, q
+}
+
+// The issue's test of hot reload: the program runs as a process; a SIGHUP
+// after its policy file changed puts the new limit in force at once, the
+// units spent before still counting; a bad file changes nothing and the log
+// says why.
+func TestReloadOnSIGHUP(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policies.json")
+	writeFile(t, path, servicePolicies(2))
+	p := startProcess(t, "RATELIMIT_SERVICE_POLICIES="+path)
+
+	for i := 1; i <= 2; i++ {
+		if st, q := loginQ(t, p.c, fmt.Sprintf("login %d", i)); st != 200 || q != 2 {
+			t.Fatalf("login %d: %d q=%d; want 200 q=2", i, st, q)
+		}
+	}
+	if st, q := loginQ(t, p.c, "login 3"); st != 429 || q != 2 {
+		t.Fatalf("login 3: %d q=%d; want 429 q=2", st, q)
+	}
+
+	writeFile(t, path, servicePolicies(4))
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if l := p.waitFor("SIGHUP:"); !strings.Contains(l, "reloaded") || !strings.Contains(l, "changed login") {
+		t.Fatalf("after SIGHUP: log %q; want it to say login changed", l)
+	}
+	// 4 a minute now, of which the 2 spent still count
+	for i := 3; i <= 4; i++ {
+		if st, q := loginQ(t, p.c, fmt.Sprintf("login %d after the reload", i)); st != 200 || q != 4 {
+			t.Fatalf("login %d after the reload: %d q=%d; want 200 q=4", i, st, q)
+		}
+	}
+	if st, q := loginQ(t, p.c, "login 5 after the reload"); st != 429 || q != 4 {
+		t.Fatalf("login 5 after the reload: %d q=%d; want 429 q=4", st, q)
+	}
+
+	for _, bad := range []struct{ name, data, why string }{
+		{"invalid limit", strings.Replace(servicePolicies(9), `"limit": 9`, `"limit": -9`, 1), `field "limit"`},
+		{"not JSON", `{"login": `, "invalid JSON"},
+		{"a policy missing", `{"login": {"algorithm": "sliding_log", "limit": 9, "window": "1m"}}`, `"search" is missing`},
+	} {
+		writeFile(t, path, bad.data)
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if l := p.waitFor("SIGHUP:"); !strings.Contains(l, "keeping the policies in force") || !strings.Contains(l, bad.why) {
+			t.Fatalf("SIGHUP with a bad file (%s): log %q; want it to keep the policies and say %s", bad.name, l, bad.why)
+		}
+		if st, q := loginQ(t, p.c, "login after a bad reload"); st != 429 || q != 4 {
+			t.Fatalf("login after a bad reload (%s): %d q=%d; want 429 q=4, the policies kept", bad.name, st, q)
+		}
+	}
+	p.stop(syscall.SIGTERM)
+}
+
+// Reload in process, as the SIGHUP handler calls it, on a real Redis:
+// every route follows it, /report included.
+func TestServiceReload(t *testing.T) {
+	srv := testredis.Start(t)
+	p := testPolicies(t, ratelimit.SlidingLog)
+	svc, err := NewService(srv.Client(t), Config{Policies: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(svc)
+	t.Cleanup(hs.Close)
+	c := client{t: t, url: hs.URL}
+	for i := range 3 {
+		if r := c.do("GET", "/search", nil, "X-API-Key", "k1"); r.status != 200 {
+			t.Fatalf("search %d: %d", i+1, r.status)
+		}
+	}
+	retryAfter(t, "search 4", c.do("GET", "/search", nil, "X-API-Key", "k1"), 60)
+
+	next := testPolicies(t, ratelimit.SlidingLog)
+	s := next["search"]
+	s.Limit = 4
+	next["search"] = s
+	changes, err := svc.Reload(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changes.String(); got != "changed search" {
+		t.Errorf("Reload: changes %q; want %q", got, "changed search")
+	}
+	r := c.do("GET", "/search", nil, "X-API-Key", "k1")
+	if q, _, rem, _ := fields(t, "search after Reload", "search", r); r.status != 200 || q != 4 || rem != 0 {
+		t.Fatalf("search after Reload to 4: %d q=%d r=%d; want 200 q=4 r=0 (3 spent before)", r.status, q, rem)
+	}
+	// a bad reload changes nothing
+	delete(next, "upstream")
+	if _, err := svc.Reload(next); err == nil || !strings.Contains(err.Error(), `"upstream"`) {
+		t.Fatalf("Reload without upstream: %v; want an error naming it", err)
+	}
+	if r := c.do("GET", "/report", nil); r.status != 200 {
+		t.Fatalf("report after a refused Reload: %d", r.status)
+	}
+	if _, err := svc.ReloadFile(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Fatal("ReloadFile of a missing file: no error")
 	}
 }

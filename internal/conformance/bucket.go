@@ -3,8 +3,6 @@ package conformance
 import (
 	"math/big"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,28 +129,8 @@ func ConcurrentExactlyCapacity[R, L strategy.Strategy](t *testing.T, newRedis Ne
 	const capacity, goroutines, perG = 300, 64, 10
 	lim := strategy.Limit{Limit: 10, Window: time.Minute, Burst: capacity}
 	frozen := strategy.ClockFunc(func() time.Time { return Epoch })
-	run := func(t *testing.T, newStrategy func(i int) strategy.Strategy) {
-		var allowed atomic.Int64
-		var wg sync.WaitGroup
-		for g := 0; g < goroutines; g++ {
-			st := newStrategy(g % 4)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < perG; i++ {
-					r, err := st.AllowN(ctx, "hot", 1)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if r.Allowed {
-						allowed.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if got := allowed.Load(); got != capacity {
+	run := func(t *testing.T, sts ...strategy.Strategy) {
+		if got := Hammer(t, sts, "hot", goroutines, perG); got != capacity {
 			t.Errorf("allowed %d of %d, want exactly %d", got, goroutines*perG, capacity)
 		}
 	}
@@ -169,7 +147,7 @@ func ConcurrentExactlyCapacity[R, L strategy.Strategy](t *testing.T, newRedis Ne
 			}
 			sts[i] = st
 		}
-		run(t, func(i int) strategy.Strategy { return sts[i] })
+		run(t, sts...)
 	})
 	t.Run("redis-batched", func(t *testing.T) { // 16 callers per client share its pipelines
 		srv := testredis.Shared(t)
@@ -184,14 +162,14 @@ func ConcurrentExactlyCapacity[R, L strategy.Strategy](t *testing.T, newRedis Ne
 			}
 			sts[i] = st
 		}
-		run(t, func(i int) strategy.Strategy { return sts[i] })
+		run(t, sts...)
 	})
 	t.Run("local", func(t *testing.T) {
 		st, err := newLocal(lim, strategy.WithClock(frozen))
 		if err != nil {
 			t.Fatal(err)
 		}
-		run(t, func(int) strategy.Strategy { return st })
+		run(t, st)
 	})
 }
 

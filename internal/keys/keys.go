@@ -1,6 +1,7 @@
 // Package keys carries a shard index from the sharded wrapper to the
 // strategies it wraps, through the context, so that a shard's key can never
-// be forged by a caller's subject.
+// be forged by a caller's subject; it also escapes subjects for
+// strategy.KeyFor.
 package keys
 
 import "context"
@@ -21,7 +22,31 @@ func Shard(ctx context.Context) int {
 }
 
 // ShardAware is implemented by the strategies of this module: they read the
-// shard index from the context. The method is never called.
+// shard index from the context. Its method is unexported, so only a type
+// that embeds Aware implements it.
 type ShardAware interface {
-	ShardAware()
+	shardAware()
+}
+
+// Aware implements ShardAware. A strategy embeds it through an unexported
+// alias (type shardAware = keys.Aware), so that neither the field nor the
+// method shows in the strategy's documentation.
+type Aware struct{}
+
+func (Aware) shardAware() {}
+
+// AppendEscaped appends subject to b with '%', '{', '}' and '#'
+// percent-escaped.
+func AppendEscaped(b []byte, subject string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(subject); i++ {
+		c := subject[i]
+		switch c {
+		case '%', '{', '}', '#':
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }

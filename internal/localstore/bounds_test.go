@@ -8,6 +8,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -133,7 +134,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 func TestTwinFreesIdleSubjects(t *testing.T) {
 	var ms atomic.Int64
 	clock := strategy.ClockFunc(func() time.Time { return time.UnixMilli(ms.Load()) })
-	tw := NewTwin[int64](strategy.PerSecond(5), strategy.Apply([]strategy.Option{strategy.WithClock(clock)}), 1)
+	tw := NewTwin[int64](strategy.PerSecond(5), settings.Apply([]strategy.Option{strategy.WithClock(clock)}), 1)
 	for i := range 1000 {
 		tw.Store.Do(Key{fmt.Sprint("k", i), -1}, 0, func(v *int64) int64 { *v = 1; return 1000 })
 	}

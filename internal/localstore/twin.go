@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -22,7 +23,7 @@ type Twin[V any] struct {
 // holds at most o.MaxSubjects subjects (strategy.DefaultMaxSubjects when 0),
 // calls o.OnEvict for each one evicted, and is swept every sweepMs
 // milliseconds (the window), or MinSweep when that is longer.
-func NewTwin[V any](lim strategy.Limit, o strategy.Options, sweepMs int64) Twin[V] {
+func NewTwin[V any](lim strategy.Limit, o settings.Options, sweepMs int64) Twin[V] {
 	c := o.Clock
 	if c == nil {
 		c = strategy.ClockFunc(time.Now)

@@ -13,10 +13,8 @@
 //
 //	{allowed (0 or 1), remaining, retry after in ms (-1: never), reset after in ms}
 //
-// Redis turns a Lua table into a reply array, and go-redis turns that into
-// a []any of boxed integers: with the one integer (and arithmetic in place
-// of tonumber), the strategies ran 0.05 to 0.15 x the EVALSHA floor faster
-// in the benchmarks report on a real Redis.
+// The one integer spares go-redis decoding an array of boxed integers on
+// the common path.
 package redisx
 
 import (
@@ -28,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -151,21 +150,22 @@ func Del(ctx context.Context, rdb redis.Scripter, keys ...string) error {
 	return err
 }
 
-// Setup validates lim, runs checks on it (a strategy's own bounds), then
-// applies opts: the order in which each constructor reports a bad input.
-// Errors are prefixed with "<pkg>: ".
-func Setup(pkg string, lim strategy.Limit, opts []strategy.Option, checks ...func(strategy.Limit) error) (strategy.Options, error) {
+// Setup validates lim, runs checks on it (a strategy's own bounds, whose
+// errors may name the package in their detail), then applies opts: the
+// order in which each constructor reports a bad input. The errors carry the
+// sentinels' one "ratelimit: " prefix and no other.
+func Setup(lim strategy.Limit, opts []strategy.Option, checks ...func(strategy.Limit) error) (settings.Options, error) {
 	if err := lim.Validate(); err != nil {
-		return strategy.Options{}, fmt.Errorf("%s: %w", pkg, err)
+		return settings.Options{}, err
 	}
 	for _, check := range checks {
 		if err := check(lim); err != nil {
-			return strategy.Options{}, fmt.Errorf("%s: %w", pkg, err)
+			return settings.Options{}, err
 		}
 	}
-	o := strategy.Apply(opts)
+	o := settings.Apply(opts)
 	if o.Err != nil {
-		return o, fmt.Errorf("%s: %w", pkg, o.Err)
+		return o, o.Err
 	}
 	return o, nil
 }
@@ -176,20 +176,44 @@ func Setup(pkg string, lim strategy.Limit, opts []strategy.Option, checks ...fun
 type Base struct {
 	RDB  redis.Scripter
 	Lim  strategy.Limit
-	Opts strategy.Options
+	Opts settings.Options
 	Tag  string
 }
 
-// NewBase checks rdb, then runs Setup. Errors are prefixed with "<pkg>: ".
+// NewBase checks rdb, then runs Setup. A nil rdb is an error naming pkg.
 func NewBase(pkg, tag string, rdb redis.Scripter, lim strategy.Limit, opts []strategy.Option, checks ...func(strategy.Limit) error) (Base, error) {
 	if rdb == nil {
 		return Base{}, fmt.Errorf("%w: %s: redis client is nil", strategy.ErrInvalidOption, pkg)
 	}
-	o, err := Setup(pkg, lim, opts, checks...)
+	o, err := Setup(lim, opts, checks...)
 	if err != nil {
 		return Base{}, err
 	}
 	return Base{RDB: rdb, Lim: lim, Opts: o, Tag: tag}, nil
+}
+
+// HonoursContext reports whether b's client honours contexts (see
+// HonoursContext).
+func (b *Base) HonoursContext() bool { return HonoursContext(b.RDB) }
+
+// HonoursContext reports whether every call on rdb returns by its
+// context's deadline or cancellation: true when rdb implements
+// strategy.ContextHonourer and says so, or has a method
+// Options() *redis.Options (a *redis.Client, or any type embedding one,
+// such as a tracing wrapper) with ContextTimeoutEnabled set: such a client
+// stops reading and writing at the deadline, and dials and waits for a
+// pooled connection under the same context. False otherwise: a
+// *redis.ClusterClient (loading its slot map is not bound by the call's
+// context), a *redis.Ring, a client without the option.
+func HonoursContext(rdb redis.Scripter) bool {
+	if h, ok := rdb.(strategy.ContextHonourer); ok {
+		return h.HonoursContext()
+	}
+	if c, ok := rdb.(interface{ Options() *redis.Options }); ok {
+		o := c.Options()
+		return o != nil && o.ContextTimeoutEnabled
+	}
+	return false
 }
 
 // Key returns the Redis key of subject, unsharded.
@@ -240,11 +264,18 @@ func DenyAll(ctx context.Context) (strategy.Result, error) {
 // Queueable is implemented by the Redis strategies of this module: their
 // Peek and Reset each make exactly one call through this package (Decision
 // or Del) and nothing else, so that a caller may hold it with WithQueue and
-// send it with others in one pipeline (see Exec). The method is never
-// called.
+// send it with others in one pipeline (see Exec). Its method is unexported,
+// so only a type that embeds Queue implements it.
 type Queueable interface {
-	Queueable()
+	queueable()
 }
+
+// Queue implements Queueable. A strategy embeds it through an unexported
+// alias (type queueable = redisx.Queue), so that neither the field nor the
+// method shows in the strategy's documentation.
+type Queue struct{}
+
+func (Queue) queueable() {}
 
 type queueKey struct{}
 
@@ -275,6 +306,9 @@ func WithQueue(ctx context.Context, q *Queued) context.Context {
 
 // Held reports whether a call was held in q.
 func (q *Queued) Held() bool { return q.held }
+
+// Client returns the client a held call is to run on, or nil.
+func (q *Queued) Client() redis.Scripter { return q.rdb }
 
 // pipeliner is a client that can pipeline: *redis.Client, *redis.ClusterClient
 // (which splits a pipeline per node itself) and *redis.Ring.

@@ -14,14 +14,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ClusterMasters is the number of masters StartClusterProcess starts.
+// ClusterMasters is the number of masters StartClusterProcess, StartCluster
+// and SharedCluster start.
 const ClusterMasters = 3
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
-// Cluster is a Redis Cluster of ClusterMasters cluster-enabled redis-server
-// processes on loopback ports, each master owning an equal range of slots,
+// Cluster is a Redis Cluster of cluster-enabled redis-server processes
+// (ClusterMasters of them unless made by StartClusterOf) on loopback ports,
+// each master owning an equal range of slots,
 // with no replicas. Start one with StartCluster, SharedCluster or
 // StartClusterProcess.
 type Cluster struct {
@@ -72,13 +74,20 @@ func (c *Cluster) Close() {
 	}
 }
 
-// StartClusterProcess starts ClusterMasters cluster-enabled redis-server
-// processes, each with its own directory and cluster config file, gives
-// each an equal range of slots and a distinct config epoch, makes them meet,
-// and waits until every node reports cluster_state:ok and all nodes agree
-// on who owns which slots. The caller must Close it. It takes a second or
-// two, most of it gossip.
-func StartClusterProcess() (*Cluster, error) {
+// StartClusterProcess starts a cluster of ClusterMasters masters (see
+// StartClusterOf). The caller must Close it.
+func StartClusterProcess() (*Cluster, error) { return StartClusterOf(ClusterMasters) }
+
+// StartClusterOf starts n cluster-enabled redis-server processes, each with
+// its own directory and cluster config file, gives each an equal range of
+// slots and a distinct config epoch, makes them meet, and waits until every
+// node reports cluster_state:ok and all nodes agree on who owns which
+// slots. The caller must Close it. It takes a second or two, most of it
+// gossip. It needs no testing.TB: the report command uses it too.
+func StartClusterOf(n int) (*Cluster, error) {
+	if n < 1 || n > clusterSlots {
+		return nil, fmt.Errorf("testredis: a cluster needs 1 to %d masters, got %d", clusterSlots, n)
+	}
 	c := &Cluster{}
 	ok := false
 	defer func() {
@@ -86,7 +95,7 @@ func StartClusterProcess() (*Cluster, error) {
 			c.Close()
 		}
 	}()
-	for i := 0; i < ClusterMasters; i++ {
+	for i := 0; i < n; i++ {
 		// The bus port is chosen too: the default, port+10000, may be
 		// taken or above 65535. The config file name is relative to the
 		// node's own --dir.
@@ -101,8 +110,8 @@ func StartClusterProcess() (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, s)
 		c.BusPorts = append(c.BusPorts, bus)
-		first := i * clusterSlots / ClusterMasters
-		last := (i+1)*clusterSlots/ClusterMasters - 1
+		first := i * clusterSlots / n
+		last := (i+1)*clusterSlots/n - 1
 		c.Slots = append(c.Slots, [2]int{first, last})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

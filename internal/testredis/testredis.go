@@ -1,6 +1,11 @@
-// Package testredis starts real redis-server processes for tests, on free
-// loopback ports, and stops them afterwards. It never touches a Redis that
-// someone else runs.
+// Package testredis starts real redis-server processes (single servers and
+// clusters) on free loopback ports, and stops them afterwards. It never
+// touches a Redis that someone else runs.
+//
+// Tests use Start, Shared, StartCluster and SharedCluster, which take a
+// testing.TB; StartProcess and StartClusterOf need none, and are what the
+// benchmarks module (its report command and benchmarks) starts its servers
+// with, so there is one subprocess helper for both.
 //
 // A missing redis-server binary fails the test with a message saying how to
 // install it; it is never a silent skip.
@@ -8,6 +13,7 @@ package testredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -33,14 +39,15 @@ type Server struct {
 	mu   sync.Mutex
 }
 
-// Binary returns the path of redis-server, or an error saying how to get it.
+// Binary returns the path of redis-server ($REDIS_SERVER when set), or an
+// error saying how to get it.
 func Binary() (string, error) {
 	if p := os.Getenv("REDIS_SERVER"); p != "" {
 		return p, nil
 	}
 	p, err := exec.LookPath("redis-server")
 	if err != nil {
-		return "", fmt.Errorf("redis-server not found on PATH: install it (Debian: apt-get install redis-server) or run ./scripts/test.sh, which does; tests need a real Redis and do not skip")
+		return "", errors.New("redis-server not found on PATH: install it (Debian: apt-get install redis-server), run ./scripts/test.sh, which does, or set REDIS_SERVER; tests need a real Redis and do not skip")
 	}
 	return p, nil
 }

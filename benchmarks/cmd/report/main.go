@@ -21,6 +21,16 @@
 //	go run ./cmd/report -miniredis            # precision only, no server
 //	go run ./cmd/report -chart chart.svg -json-file report.json -goals
 //
+// With -replay it measures nothing: it replays a traffic trace, generated
+// or read from a CSV file, through two policies on local twins with a
+// manual clock, and prints how often the candidate's decisions agree with
+// the enforced one's (the matrix package compare counts on live traffic):
+//
+//	go run ./cmd/report -replay boundary \
+//	    -enforced '{"algorithm":"fixed_window","limit":100,"window":"1m"}' \
+//	    -candidate '{"algorithm":"sliding_log","limit":100,"window":"1m"}'
+//	go run ./cmd/report -replay trace.csv -enforced '...' -candidate '...'
+//
 // The report writes only keys that carry its run's token (and one random
 // subject per memory probe, checked absent first) and deletes them when it
 // is done. It never flushes anything.
@@ -39,8 +49,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratekit/ratelimit/benchmarks/internal/redisproc"
 	"github.com/ratekit/ratelimit/benchmarks/internal/report"
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -74,6 +84,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		chart      = fs.String("chart", "", "write an SVG chart of bytes per subject against precision to `file` (needs a real Redis)")
 		showGoals  = fs.Bool("goals", false, "also print the project's own performance targets and whether this run met them")
 		quiet      = fs.Bool("q", false, "no progress line on stderr")
+
+		replayTrace  = fs.String("replay", "", "replay a trace through the -enforced and -candidate policies on local twins and print their agreement matrix, instead of measuring: a generated `shape` (steady, bursty, many, boundary) or a CSV file of \"ms,subject,cost\" lines")
+		enforcedPol  = fs.String("enforced", "", "-replay: the enforced policy, a JSON `object` such as '{\"algorithm\":\"fixed_window\",\"limit\":100,\"window\":\"1m\"}'")
+		candidatePol = fs.String("candidate", "", "-replay: the candidate policy, a JSON `object`")
+		replaySubj   = fs.Int("replay-subjects", 10, "-replay of a shape: the subjects of the generated trace")
+		replayWin    = fs.Int("replay-windows", 10, "-replay of a shape: the generated trace's length, in windows of the enforced policy")
+		seed         = fs.Uint64("seed", 1, "-replay of a shape: the seed of the generated trace")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `report measures every rate-limiting strategy of github.com/ratekit/ratelimit
@@ -99,6 +116,17 @@ usage: go -C benchmarks run ./cmd/report [flags]
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "report: "+format+"\n", a...)
 		return 1
+	}
+	if *replayTrace != "" {
+		err := runReplay(ctx, replayOptions{trace: *replayTrace, enforced: *enforcedPol, candidate: *candidatePol,
+			subjects: *replaySubj, windows: *replayWin, seed: *seed, json: *jsonOut}, stdout)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return 0
+	}
+	if *enforcedPol != "" || *candidatePol != "" {
+		return fail("-enforced and -candidate go with -replay")
 	}
 	o := report.Options{Duration: *duration, Rounds: *rounds, Subjects: *subjects, Peers: *peers,
 		LocalDuration: *localDur, SubjectBytes: *subjBytes, Limit: strategy.Limit{Limit: *limit, Window: *window}, Progress: stderr}
@@ -139,7 +167,7 @@ usage: go -C benchmarks run ./cmd/report [flags]
 	case *cluster != "":
 		o.Backend, o.Addrs = report.BackendCluster, strings.Split(*cluster, ",")
 	case *startRedis:
-		s, err := redisproc.Start()
+		s, err := testredis.StartProcess()
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -147,7 +175,7 @@ usage: go -C benchmarks run ./cmd/report [flags]
 		o.Backend, o.Addrs = report.BackendRedis, []string{s.Addr}
 		origin = "started by the report on " + s.Addr
 	case *startClus > 0:
-		c, err := redisproc.StartCluster(*startClus)
+		c, err := testredis.StartClusterOf(*startClus)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -223,9 +251,9 @@ func commit() string {
 }
 
 // haveRedis reports whether a redis-server can be started: the one
-// redisproc.Binary names exists and is executable.
+// testredis.Binary names exists and is executable.
 func haveRedis() error {
-	p, err := redisproc.Binary()
+	p, err := testredis.Binary()
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,26 @@
-package ratelimit
+package guard
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
 )
+
+// fn is a strategy whose AllowN calls itself.
+type fn func(context.Context) (strategy.Result, error)
+
+func (f fn) AllowN(ctx context.Context, _ string, _ int64) (strategy.Result, error) { return f(ctx) }
+func (f fn) Peek(ctx context.Context, _ string) (strategy.Result, error)            { return f(ctx) }
+func (f fn) Reset(ctx context.Context, _ string) error                              { _, err := f(ctx); return err }
+func (f fn) Limit() strategy.Limit                                                  { return strategy.PerSecond(1) }
+
+// start runs f on a worker of p.
+func start(p *workers, ctx context.Context, f fn) *job {
+	return p.start(ctx, f, Call{Op: Allow, Key: "k", N: 1})
+}
 
 // idleWorkers returns the workers idle in p.
 func idleWorkers(p *workers) []*worker {
@@ -34,10 +49,12 @@ func waitIdle(t *testing.T, p *workers, want int) []*worker {
 func TestWorkerIsReused(t *testing.T) {
 	var p workers
 	ctx := context.Background()
-	answer := func(context.Context) (Result, error) { return Result{Allowed: true, Remaining: 7}, nil }
+	answer := func(context.Context) (strategy.Result, error) {
+		return strategy.Result{Allowed: true, Remaining: 7}, nil
+	}
 	var first *worker
 	for i := range 3 {
-		j := p.start(ctx, answer)
+		j := start(&p, ctx, answer)
 		if rep := <-j.out; rep.err != nil || rep.r.Remaining != 7 {
 			t.Fatalf("call %d: %+v", i, rep)
 		}
@@ -54,10 +71,10 @@ func TestAbandonedWorkerExits(t *testing.T) {
 	var p workers
 	release := make(chan struct{})
 	started := make(chan struct{})
-	j := p.start(context.Background(), func(context.Context) (Result, error) {
+	j := start(&p, context.Background(), func(context.Context) (strategy.Result, error) {
 		close(started)
 		<-release
-		return Result{}, errors.New("late")
+		return strategy.Result{}, errors.New("late")
 	})
 	<-started
 	if !j.abandon() {
@@ -78,7 +95,7 @@ func TestAbandonedWorkerExits(t *testing.T) {
 
 func TestAbandonAfterReplyKeepsTheReply(t *testing.T) {
 	var p workers
-	j := p.start(context.Background(), func(context.Context) (Result, error) { return Result{Remaining: 3}, nil })
+	j := start(&p, context.Background(), func(context.Context) (strategy.Result, error) { return strategy.Result{Remaining: 3}, nil })
 	waitIdle(t, &p, 1) // the reply is sent before the worker goes idle
 	if j.abandon() {
 		t.Fatal("abandon after the reply = true, want false")
@@ -94,7 +111,7 @@ func TestIdleWorkersExit(t *testing.T) {
 	jobs := make([]*job, 3)
 	release := make(chan struct{})
 	for i := range jobs {
-		jobs[i] = p.start(ctx, func(context.Context) (Result, error) { <-release; return Result{}, nil })
+		jobs[i] = start(&p, ctx, func(context.Context) (strategy.Result, error) { <-release; return strategy.Result{}, nil })
 	}
 	close(release)
 	for _, j := range jobs {

@@ -1,6 +1,8 @@
-package ratelimit
+package denycache
 
 import (
+	"github.com/ratekit/ratelimit/strategy"
+
 	"strconv"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ func BenchmarkDenyCachePut(b *testing.B) {
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
 	}
-	r := Result{Limit: 10, RetryAfter: time.Hour, ResetAfter: time.Hour} // nothing expires during the run
+	r := strategy.Result{Limit: 10, RetryAfter: time.Hour, ResetAfter: time.Hour} // nothing expires during the run
 	for _, c := range []struct {
 		name     string
 		capacity int
@@ -29,10 +31,10 @@ func BenchmarkDenyCachePut(b *testing.B) {
 		{"at the bound of 1M", 1 << 20, 1 << 20},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			d := newDenyCache(c.capacity, nil, time.Hour, nil)
-			gen, start := d.begin()
+			d := New(c.capacity, nil, time.Hour, nil)
+			gen, start := d.Begin()
 			for _, k := range keys[:c.prefill] {
-				d.put(k, 1, r, gen, start)
+				d.Put(k, 1, r, gen, start)
 			}
 			next := c.prefill
 			b.ReportAllocs()
@@ -40,11 +42,11 @@ func BenchmarkDenyCachePut(b *testing.B) {
 				if next == len(keys) {
 					b.Fatal("out of keys: run with -benchtime 1000000x")
 				}
-				d.put(keys[next], 1, r, gen, start)
+				d.Put(keys[next], 1, r, gen, start)
 				next++
 			}
 			b.StopTimer()
-			if n := d.len(); n > c.capacity {
+			if n := d.Len(); n > c.capacity {
 				b.Fatalf("cache holds %d, above %d", n, c.capacity)
 			}
 		})

@@ -1,10 +1,12 @@
-package ratelimit
+package guard
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // workerIdle is how long an idle worker waits for a call before it exits.
@@ -13,28 +15,30 @@ const workerIdle = 500 * time.Millisecond
 // maxIdleWorkers bounds the idle workers kept; more exit at once.
 const maxIdleWorkers = 1024
 
-// workers runs calls to a Redis client that does not stop at the context's
-// deadline (see failure.call) on goroutines that outlive one call. A fresh
-// goroutine per call grows its stack through go-redis's deep call path on
-// every decision: measured on a real Redis at concurrency 64, that cost the
-// facade about a third of its decisions per second. A worker that stays
-// idle for workerIdle exits, so an idle process keeps no goroutines.
+// workers runs calls to a strategy that does not stop at the context's
+// deadline on goroutines that outlive one call: a fresh goroutine per call
+// would grow its stack through go-redis's deep call path on every
+// decision. A worker that stays idle for workerIdle exits, so an idle
+// process keeps no goroutines.
 type workers struct {
 	mu   sync.Mutex
 	idle []*worker // most recently used last
 }
 
-// pool is shared by every Limiter: a worker runs any call.
-var pool workers
-
 type worker struct{ in chan *job }
+
+type reply struct {
+	r   strategy.Result
+	err error
+}
 
 // job is one call. Its state moves once, from running to replied (the
 // worker sends the reply) or to abandoned (the caller left at its deadline;
 // the worker then exits when the call returns, and no one waits for it).
 type job struct {
 	ctx   context.Context
-	fn    func(context.Context) (Result, error)
+	st    strategy.Strategy
+	c     Call
 	state atomic.Int32
 	out   chan reply
 }
@@ -45,10 +49,10 @@ const (
 	jobAbandoned
 )
 
-// start runs fn(ctx) on a worker and returns its job, whose out receives
-// the reply unless the caller abandons it.
-func (p *workers) start(ctx context.Context, fn func(context.Context) (Result, error)) *job {
-	j := &job{ctx: ctx, fn: fn, out: make(chan reply, 1)}
+// start makes c on st with ctx on a worker and returns its job, whose out
+// receives the reply unless the caller abandons it.
+func (p *workers) start(ctx context.Context, st strategy.Strategy, c Call) *job {
+	j := &job{ctx: ctx, st: st, c: c, out: make(chan reply, 1)}
 	p.get() <- j
 	return j
 }
@@ -104,7 +108,7 @@ func (p *workers) run(w *worker) {
 	for {
 		select {
 		case j := <-w.in:
-			r, err := j.fn(j.ctx)
+			r, err := Do(j.ctx, j.st, j.c)
 			if !j.state.CompareAndSwap(jobRunning, jobReplied) {
 				return // abandoned: the caller is gone
 			}

@@ -1,4 +1,7 @@
-package ratelimit
+// Package denycache remembers, per subject, the last denial a backend
+// returned, so that a Limiter can deny the same or a larger request
+// in-process until its RetryAfter has passed.
+package denycache
 
 import (
 	"sync/atomic"
@@ -8,7 +11,7 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// denyCache remembers, per subject, the last denial Redis returned, so that
+// Cache remembers, per subject, the last denial Redis returned, so that
 // requests of at least that cost are denied in-process until its RetryAfter
 // has passed. It is sound: RetryAfter is the earliest time at which the same
 // request can pass if nothing else is recorded, units recorded meanwhile only
@@ -23,7 +26,7 @@ import (
 // stored) subject in O(1), which only costs that subject a round trip; and
 // expired denials are freed by the store's sweeps, within about a window
 // even with no traffic.
-type denyCache struct {
+type Cache struct {
 	now   func() int64  // ns, monotonic unless a client clock is set
 	gen   atomic.Uint64 // bumped by every Reset; puts begun before one are dropped
 	store *localstore.Store[denial]
@@ -38,11 +41,11 @@ type denial struct {
 	remaining int64
 }
 
-// newDenyCache returns a cache of at most maxSubjects subjects, on clock
+// New returns a cache of at most maxSubjects subjects, on clock
 // (the monotonic clock when nil), swept every window (at least
 // localstore.MinSweep), that calls onEvict (when not nil) per eviction.
-func newDenyCache(maxSubjects int, clock strategy.Clock, window time.Duration, onEvict func()) *denyCache {
-	c := &denyCache{}
+func New(maxSubjects int, clock strategy.Clock, window time.Duration, onEvict func()) *Cache {
+	c := &Cache{}
 	if clock != nil {
 		c.now = func() int64 { return clock.Now().UnixNano() }
 	} else {
@@ -63,18 +66,18 @@ func denyKey(key string) localstore.Key {
 	return localstore.Key{Subject: key, Shard: strategy.NoShard}
 }
 
-// lookup returns the cached denial of a request of cost n (> 0) for key.
-func (c *denyCache) lookup(key string, n int64) (Result, bool) {
+// Lookup returns the cached denial of a request of cost n (> 0) for key.
+func (c *Cache) Lookup(key string, n int64) (strategy.Result, bool) {
 	now := c.now()
 	e, ok := c.store.Get(denyKey(key), now)
 	if !ok || n < e.cost {
-		return Result{}, false
+		return strategy.Result{}, false
 	}
 	if n > e.limit { // beyond the capacity: Redis would say never
-		return Result{Limit: e.limit, Remaining: e.remaining, RetryAfter: strategy.Never}, true
+		return strategy.Result{Limit: e.limit, Remaining: e.remaining, RetryAfter: strategy.Never}, true
 	}
 	retry := ceilMs(time.Duration(e.retryAt - now))
-	return Result{
+	return strategy.Result{
 		Allowed:    false,
 		Limit:      e.limit,
 		Remaining:  e.remaining,
@@ -83,15 +86,15 @@ func (c *denyCache) lookup(key string, n int64) (Result, bool) {
 	}, true
 }
 
-// begin returns what put needs: the generation and the time before the
+// Begin returns what Put needs: the generation and the time before the
 // request is sent.
-func (c *denyCache) begin() (gen uint64, start int64) {
+func (c *Cache) Begin() (gen uint64, start int64) {
 	gen = c.gen.Load()
 	return gen, c.now()
 }
 
-// put records Redis's denial r of a request of cost n for key, sent at start.
-func (c *denyCache) put(key string, n int64, r Result, gen uint64, start int64) {
+// Put records Redis's denial r of a request of cost n for key, sent at start.
+func (c *Cache) Put(key string, n int64, r strategy.Result, gen uint64, start int64) {
 	if r.Allowed || r.RetryAfter <= time.Millisecond { // also Never: config, not state
 		return
 	}
@@ -112,11 +115,19 @@ func (c *denyCache) put(key string, n int64, r Result, gen uint64, start int64) 
 	})
 }
 
-// invalidate forgets key's denial and any denial in flight.
-func (c *denyCache) invalidate(key string) {
+// Invalidate forgets key's denial and any denial in flight.
+func (c *Cache) Invalidate(key string) {
 	c.gen.Add(1)
 	c.store.Delete(denyKey(key))
 }
 
-// len returns the number of subjects held.
-func (c *denyCache) len() int { return c.store.Len() }
+// Len returns the number of subjects held.
+func (c *Cache) Len() int { return c.store.Len() }
+
+// ceilMs rounds d up to a whole number of milliseconds, as Redis results are.
+func ceilMs(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
+}

@@ -1,0 +1,62 @@
+package compactlog
+
+import (
+	"context"
+
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+var (
+	_ strategy.LimitOverrider = (*Limiter)(nil)
+	_ strategy.LimitOverrider = (*Local)(nil)
+)
+
+// AllowNWith is AllowN against lim.Limit units per window instead of the
+// strategy's Limit (see strategy.LimitOverrider); lim.Burst is ignored,
+// lim.Window must be the strategy's and lim.Limit at most MaxLimit. The
+// units recorded stay; the subject's ring is laid out again for lim.Limit
+// slots by the first recorded request under it: see "Per-subject limits"
+// in the package doc.
+func (l *Limiter) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	if err := validate(l.b.Lim, lim); err != nil {
+		return strategy.Result{}, err
+	}
+	k, err := l.b.KeyN(ctx, key, n)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	var ranges int64
+	if 13+lim.Limit*l.width > rangesAbove {
+		ranges = 1
+	}
+	return redisx.Decision(ctx, l.b.RDB, script, k, lim.Limit,
+		lim.Limit, l.windowMs, n, l.width, l.b.Now(), ranges)
+}
+
+// PeekWith is Peek against lim (see AllowNWith).
+func (l *Limiter) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	return l.AllowNWith(ctx, key, 0, lim)
+}
+
+// AllowNWith is AllowN against lim.Limit units per window instead of the
+// strategy's Limit (see Limiter.AllowNWith).
+func (l *Local) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	if err := validate(l.t.Lim, lim); err != nil {
+		return strategy.Result{}, err
+	}
+	return l.allowN(ctx, key, n, lim.Limit)
+}
+
+// PeekWith is Peek against lim (see AllowNWith).
+func (l *Local) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	return l.AllowNWith(ctx, key, 0, lim)
+}
+
+// validate checks a per-call limit against base, the strategy's.
+func validate(base, lim strategy.Limit) error {
+	if err := strategy.ValidateOverride(base, lim); err != nil {
+		return err
+	}
+	return checkLimit(lim)
+}

@@ -1,0 +1,593 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Defaults of the options.
+const (
+	// DefaultMaxInFlight is the most candidate decisions a Limiter runs
+	// at once in the background; a comparison beyond it is dropped and
+	// counted (Agreement.Dropped).
+	DefaultMaxInFlight = 64
+	// DefaultTimeout bounds each candidate decision run in the
+	// background.
+	DefaultTimeout = time.Second
+
+	maxInFlight = 1 << 16
+)
+
+// Outcome is how one request's two decisions compared.
+type Outcome uint8
+
+// The outcomes of a request, in the order Agreement lists them.
+const (
+	// BothAllow: the enforced and the candidate strategy both allowed.
+	BothAllow Outcome = iota
+	// BothDeny: both denied.
+	BothDeny
+	// EnforcedOnlyDeny: the enforced strategy denied, the candidate would
+	// have allowed (the candidate is more lenient here).
+	EnforcedOnlyDeny
+	// CandidateOnlyDeny: the enforced strategy allowed, the candidate
+	// would have denied (the candidate is stricter here).
+	CandidateOnlyDeny
+	// CandidateError: the candidate returned an error; there is nothing
+	// to compare.
+	CandidateError
+	// Dropped: the candidate was not run, because the Limiter was closed
+	// or (in the background) MaxInFlight candidate decisions were already
+	// running.
+	Dropped
+)
+
+// String returns the outcome's name in snake case, e.g. "both_allow", fit
+// for a metric attribute.
+func (o Outcome) String() string {
+	switch o {
+	case BothAllow:
+		return "both_allow"
+	case BothDeny:
+		return "both_deny"
+	case EnforcedOnlyDeny:
+		return "enforced_only_deny"
+	case CandidateOnlyDeny:
+		return "candidate_only_deny"
+	case CandidateError:
+		return "candidate_error"
+	case Dropped:
+		return "dropped"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// OutcomeOf returns the outcome of an enforced and a candidate decision
+// (BothAllow, BothDeny, EnforcedOnlyDeny or CandidateOnlyDeny).
+func OutcomeOf(enforcedAllowed, candidateAllowed bool) Outcome {
+	switch {
+	case enforcedAllowed && candidateAllowed:
+		return BothAllow
+	case !enforcedAllowed && !candidateAllowed:
+		return BothDeny
+	case !enforcedAllowed:
+		return EnforcedOnlyDeny
+	default:
+		return CandidateOnlyDeny
+	}
+}
+
+// Agreement is the agreement matrix: how many requests had each outcome
+// since the Limiter was built. Compared() is the four decisions cells'
+// sum; CandidateErrors and Dropped are counted apart.
+type Agreement struct {
+	BothAllow         uint64
+	BothDeny          uint64
+	EnforcedOnlyDeny  uint64
+	CandidateOnlyDeny uint64
+	CandidateErrors   uint64
+	Dropped           uint64
+}
+
+// Compared returns the number of requests whose two decisions were
+// compared: BothAllow + BothDeny + EnforcedOnlyDeny + CandidateOnlyDeny.
+func (a Agreement) Compared() uint64 {
+	return a.BothAllow + a.BothDeny + a.EnforcedOnlyDeny + a.CandidateOnlyDeny
+}
+
+// Agreed returns the share of compared requests on which the two
+// strategies decided the same, in [0, 1]; 1 when none was compared.
+func (a Agreement) Agreed() float64 {
+	n := a.Compared()
+	if n == 0 {
+		return 1
+	}
+	return float64(a.BothAllow+a.BothDeny) / float64(n)
+}
+
+// Add counts one request of outcome o.
+func (a *Agreement) Add(o Outcome) {
+	switch o {
+	case BothAllow:
+		a.BothAllow++
+	case BothDeny:
+		a.BothDeny++
+	case EnforcedOnlyDeny:
+		a.EnforcedOnlyDeny++
+	case CandidateOnlyDeny:
+		a.CandidateOnlyDeny++
+	case CandidateError:
+		a.CandidateErrors++
+	case Dropped:
+		a.Dropped++
+	}
+}
+
+// ReportFunc receives each request's outcome (see WithReport). candidate
+// is the zero Result when o is CandidateError or Dropped.
+type ReportFunc func(ctx context.Context, enforced, candidate strategy.Result, o Outcome)
+
+// Option configures a Limiter.
+type Option func(*options)
+
+type options struct {
+	mode     mode
+	inFlight int
+	timeout  time.Duration
+	report   ReportFunc
+	err      error
+}
+
+// mode is where the candidate runs.
+type mode uint8
+
+const (
+	modeAuto       mode = iota // pipeline when both strategies can, else background
+	modeBackground             // a goroutine of its own, not waited for
+	modeInline                 // the caller's goroutine, after the enforced call
+	modePipeline               // the enforced call's pipeline
+)
+
+func (o *options) fail(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// By default a Limiter whose two strategies are Redis strategies of this
+// module (slidinglog, compactlog, slidingcounter, fixedwindow, tokenbucket,
+// gcra, not sharded) sends the candidate's script in the enforced call's
+// pipeline when their client can (see WithPipeline), and runs any other
+// candidate in the background (see WithBackground). WithInline, WithPipeline and
+// WithBackground choose instead; the last one given wins.
+
+// WithInline makes the Limiter run the candidate on the caller's
+// goroutine, right after the enforced decision, and return once both are
+// done. Nothing is ever dropped and the candidate sees the requests of
+// one caller in their order, so its decisions are exactly those it would
+// make alone. Use it when the candidate is a local twin (a microsecond or
+// less, cheaper than a goroutine) or in tests; with a Redis candidate it
+// adds the candidate's round trip to every request.
+func WithInline() Option {
+	return func(o *options) { o.mode = modeInline }
+}
+
+// WithPipeline makes the Limiter send the enforced and the candidate
+// decision together, in one pipeline of two script calls on the caller's
+// goroutine: one round trip, exact like WithInline (the candidate sees
+// each caller's requests in order, nothing is dropped); the caller waits
+// for the candidate's script too, a few microseconds of Redis time. Both
+// strategies must be Redis strategies of this module, unsharded, or New
+// fails; it is the default for such a pair. A call is pipelined when both
+// strategies' client is the same *redis.Client, *redis.ClusterClient or
+// *redis.Ring; on any other client (a batch.Client, which pipelines
+// concurrent calls itself, or two different clients) the enforced call
+// runs alone and the candidate in the background (see WithBackground).
+func WithPipeline() Option {
+	return func(o *options) { o.mode = modePipeline }
+}
+
+// WithBackground makes the Limiter run the candidate on a goroutine of
+// its own, started after the enforced decision and not waited for,
+// bounded by WithMaxInFlight and WithTimeout. It is the default when the
+// strategies cannot share a pipeline. Concurrent requests of one subject
+// may reach the candidate in another order than the enforced strategy.
+func WithBackground() Option {
+	return func(o *options) { o.mode = modeBackground }
+}
+
+// WithMaxInFlight sets the most candidate decisions run at once in the
+// background, in [1, 65536]; default DefaultMaxInFlight. A request that
+// finds them all busy is not compared (Dropped): the candidate must never
+// slow the enforced path or pile up goroutines when its backend is slow.
+// Used in the background mode only.
+func WithMaxInFlight(n int) Option {
+	return func(o *options) {
+		if n < 1 || n > maxInFlight {
+			o.fail(fmt.Errorf("%w: compare: MaxInFlight must be in [1, %d], got %d", strategy.ErrInvalidOption, maxInFlight, n))
+		}
+		o.inFlight = n
+	}
+}
+
+// WithTimeout bounds each background candidate decision to d (> 0);
+// default DefaultTimeout. The candidate runs under the caller's context
+// values but not its cancellation (the caller's request usually ends
+// before the candidate does), so this is what bounds it. Used in the
+// background mode only; inline and pipelined, the caller's context applies.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.fail(fmt.Errorf("%w: compare: Timeout must be > 0, got %s", strategy.ErrInvalidOption, d))
+		}
+		o.timeout = d
+	}
+}
+
+// WithReport makes the Limiter call f once per request that has an
+// enforced decision and a cost n > 0, with the request's outcome (e.g. to
+// count it in a metric). f runs on the goroutine that ran the candidate,
+// under the context the candidate ran with; it must be quick and safe for
+// concurrent use. A nil f is ignored.
+func WithReport(f ReportFunc) Option {
+	return func(o *options) {
+		if f != nil {
+			o.report = f
+		}
+	}
+}
+
+// Limiter enforces one strategy's decisions and runs a candidate
+// strategy beside it in shadow: see the package doc. It is safe for
+// concurrent use.
+type Limiter struct {
+	enforced, candidate strategy.Strategy
+	lim                 strategy.Limit
+	mode                mode
+	max                 int64
+	timeout             time.Duration
+	report              ReportFunc
+
+	counts  [Dropped + 1]atomic.Uint64
+	stopped atomic.Bool // Close was called
+
+	mu     sync.Mutex
+	idle   *sync.Cond // signalled when running drops to 0
+	run    int64      // background candidate decisions running
+	closed bool
+}
+
+var _ strategy.Strategy = (*Limiter)(nil)
+
+// limiter is a Strategy that reports the limit it enforces.
+type limiter interface{ Limit() strategy.Limit }
+
+// honourer is a Strategy that tells whether it honours contexts.
+type honourer interface{ HonoursContext() bool }
+
+// New returns a Limiter whose decisions are enforced's, with candidate
+// deciding every request too, in shadow, on its own keys. Give the two
+// strategies the same key prefix and clock: the candidate then builds the
+// state the enforced policy would have under its algorithm, and a
+// strategy built later like the candidate takes over without a cold start
+// (see the package doc). Two strategies of the same algorithm on Redis
+// need distinct prefixes, or they share keys. Bad options are reported naming the option.
+func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error) {
+	switch {
+	case enforced == nil:
+		return nil, fmt.Errorf("%w: compare: enforced strategy must not be nil", strategy.ErrInvalidOption)
+	case candidate == nil:
+		return nil, fmt.Errorf("%w: compare: candidate strategy must not be nil", strategy.ErrInvalidOption)
+	}
+	o := options{inFlight: DefaultMaxInFlight, timeout: DefaultTimeout}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	_, eq := enforced.(redisx.Queueable)
+	_, cq := candidate.(redisx.Queueable)
+	switch {
+	case o.mode == modePipeline && (!eq || !cq):
+		return nil, fmt.Errorf("%w: compare: WithPipeline needs two Redis strategies of this module, got %T and %T", strategy.ErrInvalidOption, enforced, candidate)
+	case o.mode == modeAuto && eq && cq:
+		o.mode = modePipeline
+	case o.mode == modeAuto:
+		o.mode = modeBackground
+	}
+	l := &Limiter{enforced: enforced, candidate: candidate, mode: o.mode,
+		max: int64(o.inFlight), timeout: o.timeout, report: o.report}
+	if el, ok := enforced.(limiter); ok {
+		l.lim = el.Limit()
+	}
+	l.idle = sync.NewCond(&l.mu)
+	return l, nil
+}
+
+// Enforced returns the strategy whose decisions the Limiter returns.
+func (l *Limiter) Enforced() strategy.Strategy { return l.enforced }
+
+// Candidate returns the candidate strategy. To promote it, use it (or a
+// strategy built like it on the same Redis keys) in place of the Limiter:
+// it holds the state it built in shadow, so the swap lets no burst
+// through.
+func (l *Limiter) Candidate() strategy.Strategy { return l.candidate }
+
+// Limit returns the limit the enforced strategy enforces (the zero Limit
+// when it does not report one).
+func (l *Limiter) Limit() strategy.Limit { return l.lim }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: the enforced strategy's answer (false when it
+// does not say), and inline or pipelined the candidate's too. A background
+// candidate is bounded by WithTimeout instead.
+func (l *Limiter) HonoursContext() bool {
+	ok := honours(l.enforced)
+	if l.mode != modeBackground {
+		ok = ok && honours(l.candidate)
+	}
+	return ok
+}
+
+func honours(st strategy.Strategy) bool {
+	h, ok := st.(honourer)
+	return ok && h.HonoursContext()
+}
+
+// AllowN returns the enforced strategy's decision, and has the candidate
+// decide the same request on its own keys: in the same pipeline, in the
+// background or inline (see the options). The candidate's decision never
+// reaches the caller. It is not run when the enforced strategy returns an
+// error (there is no decision to compare) or when n = 0 (a Peek).
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.allow(ctx, key, n, strategy.Limit{})
+}
+
+// AllowNWith is AllowN under lim for this one call (a per-subject tier,
+// see strategy.LimitOverrider): the enforced strategy decides under lim,
+// and so does the candidate when it implements strategy.LimitOverrider
+// (under its own Limit otherwise). It fails as AllowN of a strategy that
+// cannot when the enforced one does not implement the interface.
+func (l *Limiter) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	if _, ok := l.enforced.(strategy.LimitOverrider); !ok {
+		return strategy.Result{}, errNoOverride
+	}
+	return l.allow(ctx, key, n, lim)
+}
+
+// PeekWith is Peek under lim (see AllowNWith).
+func (l *Limiter) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	o, ok := l.enforced.(strategy.LimitOverrider)
+	if !ok {
+		return strategy.Result{}, errNoOverride
+	}
+	return o.PeekWith(ctx, key, lim)
+}
+
+var errNoOverride = fmt.Errorf("%w: compare: the enforced strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
+
+// RefundN gives back up to n units of key on the enforced strategy, and on
+// the candidate too when it can refund, so that it keeps the state the
+// enforced policy would have under its algorithm; it returns the enforced
+// strategy's Result. A candidate's refund error is not returned.
+func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	r, ok := l.enforced.(strategy.Refunder)
+	if !ok {
+		return strategy.Result{}, fmt.Errorf("%w: compare: the enforced strategy cannot refund (it does not implement strategy.Refunder)", strategy.ErrInvalidOption)
+	}
+	res, err := r.RefundN(ctx, key, n)
+	if err != nil {
+		return res, err
+	}
+	if c, ok := l.candidate.(strategy.Refunder); ok {
+		c.RefundN(ctx, key, n)
+	}
+	return res, nil
+}
+
+// decide is AllowN of st, under lim when lim is set and st can.
+func decide(ctx context.Context, st strategy.Strategy, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	if lim.Window != 0 {
+		if o, ok := st.(strategy.LimitOverrider); ok {
+			return o.AllowNWith(ctx, key, n, lim)
+		}
+	}
+	return st.AllowN(ctx, key, n)
+}
+
+func (l *Limiter) allow(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	stopped := l.stopped.Load()
+	if l.mode == modePipeline && n != 0 && !stopped {
+		return l.allowPipelined(ctx, key, n, lim)
+	}
+	res, err := decide(ctx, l.enforced, key, n, lim)
+	if err != nil || n == 0 {
+		return res, err
+	}
+	if stopped {
+		l.outcome(ctx, res, strategy.Result{}, Dropped)
+		return res, nil
+	}
+	if l.mode == modeInline {
+		l.compare(ctx, key, n, lim, res)
+		return res, nil
+	}
+	l.inBackground(ctx, key, n, lim, res)
+	return res, nil
+}
+
+// allowPipelined holds both strategies' script calls and sends them in one
+// pipeline when their client can pipeline them together; otherwise the
+// enforced call runs alone and the candidate in the background.
+func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	var qe, qc redisx.Queued
+	res, err := decide(redisx.WithQueue(ctx, &qe), l.enforced, key, n, lim)
+	if !qe.Held() { // bad input, or decided without Redis
+		if err == nil {
+			l.compare(ctx, key, n, lim, res)
+		}
+		return res, err
+	}
+	cres, cerr := decide(redisx.WithQueue(ctx, &qc), l.candidate, key, n, lim)
+	qs := [2]*redisx.Queued{&qe, &qc}
+	switch {
+	case !qc.Held(): // the candidate decided without Redis, or failed
+		redisx.Exec(ctx, qs[:1])
+	case !pipelines(qe.Client(), qc.Client()):
+		// e.g. a batch.Client, which pipelines concurrent calls itself:
+		// the held candidate call is dropped unsent, and made again in
+		// the background
+		redisx.Exec(ctx, qs[:1])
+		if qe.Err != nil {
+			return strategy.Result{}, qe.Err
+		}
+		l.inBackground(ctx, key, n, lim, qe.Result)
+		return qe.Result, nil
+	default:
+		redisx.Exec(ctx, qs[:])
+		cres, cerr = qc.Result, qc.Err
+	}
+	if qe.Err != nil {
+		return strategy.Result{}, qe.Err
+	}
+	if cerr != nil {
+		l.outcome(ctx, qe.Result, strategy.Result{}, CandidateError)
+	} else {
+		l.outcome(ctx, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
+	}
+	return qe.Result, nil
+}
+
+// pipelines reports whether calls on a and b can share one pipeline: the
+// same go-redis client, of a kind that pipelines.
+func pipelines(a, b redis.Scripter) bool {
+	switch a := a.(type) {
+	case *redis.Client:
+		b, ok := b.(*redis.Client)
+		return ok && a == b
+	case *redis.ClusterClient:
+		b, ok := b.(*redis.ClusterClient)
+		return ok && a == b
+	case *redis.Ring:
+		b, ok := b.(*redis.Ring)
+		return ok && a == b
+	}
+	return false
+}
+
+// inBackground starts the candidate's decision on a goroutine, or counts
+// it dropped.
+func (l *Limiter) inBackground(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
+	if !l.start() {
+		l.outcome(ctx, enforced, strategy.Result{}, Dropped)
+		return
+	}
+	go l.background(context.WithoutCancel(ctx), key, n, lim, enforced)
+}
+
+// background runs the candidate's decision under its own timeout.
+func (l *Limiter) background(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
+	defer l.done()
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	l.compare(ctx, key, n, lim, enforced)
+}
+
+// compare runs the candidate's decision and records the outcome.
+func (l *Limiter) compare(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
+	cres, err := decide(ctx, l.candidate, key, n, lim)
+	if err != nil {
+		l.outcome(ctx, enforced, strategy.Result{}, CandidateError)
+		return
+	}
+	l.outcome(ctx, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
+}
+
+func (l *Limiter) outcome(ctx context.Context, enforced, candidate strategy.Result, o Outcome) {
+	l.counts[o].Add(1)
+	if l.report != nil {
+		l.report(ctx, enforced, candidate, o)
+	}
+}
+
+// start reserves a background slot, or reports that none is free.
+func (l *Limiter) start() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.run >= l.max {
+		return false
+	}
+	l.run++
+	return true
+}
+
+func (l *Limiter) done() {
+	l.mu.Lock()
+	l.run--
+	if l.run == 0 {
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+}
+
+// Peek reports the enforced strategy's state of key; the candidate is
+// not consulted (use Candidate().Peek for its state).
+func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.enforced.Peek(ctx, key)
+}
+
+// Reset forgets the subject in both strategies. The candidate is reset
+// even when the enforced strategy fails; the errors are joined.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	return errors.Join(l.enforced.Reset(ctx, key), l.candidate.Reset(ctx, key))
+}
+
+// Agreement returns the counts of each outcome so far. The counts are
+// read one by one while comparisons may still be running: call Wait
+// first for a consistent snapshot.
+func (l *Limiter) Agreement() Agreement {
+	return Agreement{
+		BothAllow:         l.counts[BothAllow].Load(),
+		BothDeny:          l.counts[BothDeny].Load(),
+		EnforcedOnlyDeny:  l.counts[EnforcedOnlyDeny].Load(),
+		CandidateOnlyDeny: l.counts[CandidateOnlyDeny].Load(),
+		CandidateErrors:   l.counts[CandidateError].Load(),
+		Dropped:           l.counts[Dropped].Load(),
+	}
+}
+
+// Wait returns once no background candidate decision is running (those
+// started before and during the call included).
+func (l *Limiter) Wait() {
+	l.mu.Lock()
+	for l.run > 0 {
+		l.idle.Wait()
+	}
+	l.mu.Unlock()
+}
+
+// Close stops comparing: later requests are still decided by the
+// enforced strategy, but their comparison is dropped. It returns once the
+// background candidate decisions already started have finished (each is
+// bounded by WithTimeout). It closes neither strategy and is safe to call
+// more than once.
+func (l *Limiter) Close() error {
+	l.stopped.Store(true)
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.Wait()
+	return nil
+}

@@ -1,0 +1,52 @@
+-- Refund for GCRA, run as the head of one script whose tail is gcra.lua:
+-- this part moves the TAT back, then the decision script, called as a peek
+-- through the local ARGV below, reports the state after.
+-- KEYS[1]  the subject's TAT (see gcra.lua)
+-- ARGV     as gcra.lua's (lp, wp, capacity, 0, now, digits, format, own
+--          lp and wp, window), then the units to give back (> 0)
+--
+-- TAT = max(now, TAT - n emission intervals): never earlier than now, so
+-- a subject never holds more than its capacity. A TAT that reaches now is
+-- deleted (a missing key is a TAT long passed); otherwise the key expires
+-- at the new TAT.
+local now = ARGV[5] + 0
+if now < 0 then
+  local t = redis.call('TIME')
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
+end
+do
+  local key = KEYS[1]
+  local lp = ARGV[1] + 0
+  local wp = ARGV[2] + 0
+  local full = ARGV[3] * wp
+  local digits = ARGV[6] + 0
+  local v = redis.call('GET', key)
+  -- a TAT written under another limit (a tier: "ms,remainder,lp,wp") is
+  -- left as it is
+  if v and not string.find(v, ',', 1, true) then
+    local q, r
+    if digits == 0 then
+      q, r = tonumber(v), 0
+    else
+      q, r = tonumber(string.sub(v, 1, -digits - 1)), tonumber(string.sub(v, -digits))
+    end
+    if q and r and q >= now then
+      local ahead = math.min((q - now) * lp + r, full)
+      -- a huge product is inexact but then above ahead, which is exact
+      ahead = ahead - ARGV[11] * wp
+      if ahead <= 0 then
+        redis.call('DEL', key)
+      else
+        local ms = math.floor(ahead / lp)
+        local tat = now + ms
+        if digits > 0 then
+          tat = string.format(ARGV[7], tat, ahead - ms * lp)
+        end
+        redis.call('SET', key, tat, 'PX', math.ceil(ahead / lp))
+      end
+    end
+  end
+end
+-- the decision script that follows reads this ARGV: a peek at now
+local ARGV = {ARGV[1], ARGV[2], ARGV[3], 0, now, ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]}

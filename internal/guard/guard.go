@@ -1,0 +1,177 @@
+// Package guard bounds each call a Limiter makes to its strategy by a
+// timeout, so that a decision returns on time whatever the backend does.
+//
+// A strategy whose calls return by their context's deadline
+// (strategy.ContextHonourer) is called on the caller's goroutine under a
+// context with that deadline; any other is called on a pooled worker
+// goroutine, and the caller is released at the deadline.
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Op is the operation a call makes.
+type Op uint8
+
+// The operations.
+const (
+	Allow Op = iota
+	Peek
+	Reset
+	Refund
+)
+
+// Call is one call to a strategy. Lim, when its Window is not zero, is the
+// limit of this call (strategy.LimitOverrider).
+type Call struct {
+	Op  Op
+	Key string
+	N   int64
+	Lim strategy.Limit
+}
+
+// Do makes c on st, on the caller's goroutine, without a timeout.
+func Do(ctx context.Context, st strategy.Strategy, c Call) (strategy.Result, error) {
+	switch c.Op {
+	case Peek:
+		if c.Lim.Window != 0 {
+			if o, ok := st.(strategy.LimitOverrider); ok {
+				return o.PeekWith(ctx, c.Key, c.Lim)
+			}
+		}
+		return st.Peek(ctx, c.Key)
+	case Reset:
+		return strategy.Result{}, st.Reset(ctx, c.Key)
+	case Refund:
+		if r, ok := st.(strategy.Refunder); ok {
+			return r.RefundN(ctx, c.Key, c.N)
+		}
+		return strategy.Result{}, fmt.Errorf("%w: the strategy cannot refund (it does not implement strategy.Refunder)", strategy.ErrInvalidOption)
+	}
+	if c.Lim.Window != 0 {
+		if o, ok := st.(strategy.LimitOverrider); ok {
+			return o.AllowNWith(ctx, c.Key, c.N, c.Lim)
+		}
+	}
+	return st.AllowN(ctx, c.Key, c.N)
+}
+
+// slack is how much later than asked a shared deadline may fall: calls
+// within slack of each other share one deadline context.
+const slack = time.Millisecond
+
+// A Guard calls one strategy under a timeout. It is safe for concurrent use.
+type Guard struct {
+	timeout time.Duration
+	inline  bool
+	shared  atomic.Pointer[deadline]
+	pool    workers
+}
+
+// New returns a Guard that gives each call timeout, on the caller's
+// goroutine when inline (the strategy honours its context's deadline).
+func New(timeout time.Duration, inline bool) *Guard {
+	return &Guard{timeout: timeout, inline: inline}
+}
+
+// Timeout returns the guard's timeout.
+func (g *Guard) Timeout() time.Duration { return g.timeout }
+
+// Inline reports whether calls run on the caller's goroutine.
+func (g *Guard) Inline() bool { return g.inline }
+
+// Call makes c on st with a deadline of the guard's timeout, or ctx's
+// deadline when sooner, and returns by that deadline whatever st does. An
+// error that the timeout caused wraps strategy.ErrBackend and
+// context.DeadlineExceeded; one that ctx caused wraps ctx.Err().
+func (g *Guard) Call(ctx context.Context, st strategy.Strategy, c Call) (strategy.Result, error) {
+	ctx2, cancel := g.context(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
+	if g.inline {
+		r, err := Do(ctx2, st, c)
+		return g.reply(ctx, r, err)
+	}
+	j := g.pool.start(ctx2, st, c)
+	select {
+	case rep := <-j.out:
+		return g.reply(ctx, rep.r, rep.err)
+	case <-ctx2.Done():
+		if !j.abandon() { // the reply came as the deadline passed
+			rep := <-j.out
+			return g.reply(ctx, rep.r, rep.err)
+		}
+		if err := ctx.Err(); err != nil {
+			return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		}
+		return strategy.Result{}, g.timedOut()
+	}
+}
+
+// reply returns a call's reply, its error said to be the timeout's when
+// the guard's deadline (not the caller's ctx) ended it.
+func (g *Guard) reply(ctx context.Context, r strategy.Result, err error) (strategy.Result, error) {
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return strategy.Result{}, g.timedOut()
+	}
+	return r, err
+}
+
+// timedOut is the error of a call that got no reply within the timeout:
+// it wraps strategy.ErrBackend and context.DeadlineExceeded.
+func (g *Guard) timedOut() error {
+	return fmt.Errorf("%w: no reply within Timeout %s: %w", strategy.ErrBackend, g.timeout, context.DeadlineExceeded)
+}
+
+// context returns ctx with the guard's deadline, and the function that
+// releases it (nil when there is none to release).
+//
+// A caller's context that ends sooner is used as is. One that can be
+// canceled gets a context.WithDeadline of its own. One that cannot (no
+// Done channel: Background, or values on it) shares a deadline context
+// with the calls made within slack of it, wrapped to keep its values: one
+// small allocation instead of the five of context.WithDeadline.
+func (g *Guard) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	want := time.Now().Add(g.timeout)
+	if d, ok := ctx.Deadline(); ok && !d.After(want) {
+		return ctx, nil
+	}
+	if ctx.Done() != nil {
+		return context.WithDeadline(ctx, want)
+	}
+	d := g.shared.Load()
+	if d == nil || d.at.Before(want) || d.at.Sub(want) > slack {
+		nd := &deadline{at: want.Add(slack)}
+		nd.ctx, nd.cancel = context.WithDeadline(context.Background(), nd.at)
+		g.shared.CompareAndSwap(d, nd) // when another caller won, ours still serves us
+		d = nd
+	}
+	return &sharedCtx{Context: ctx, d: d}, nil
+}
+
+// deadline is a context that ends at at, shared by many calls; it is never
+// canceled before at, and its timer frees it then.
+type deadline struct {
+	at     time.Time
+	ctx    context.Context
+	cancel context.CancelFunc // kept for vet; the deadline ends it
+}
+
+// sharedCtx is a caller's context that cannot be canceled, with a shared
+// deadline: values from the caller's, the rest from the deadline's.
+type sharedCtx struct {
+	context.Context
+	d *deadline
+}
+
+func (c *sharedCtx) Deadline() (time.Time, bool) { return c.d.at, true }
+func (c *sharedCtx) Done() <-chan struct{}       { return c.d.ctx.Done() }
+func (c *sharedCtx) Err() error                  { return c.d.ctx.Err() }

@@ -1,0 +1,93 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+type ctxKey struct{}
+
+func TestContext(t *testing.T) {
+	g := New(time.Hour, true)
+	valued := context.WithValue(context.Background(), ctxKey{}, "v")
+
+	t.Run("no cancellation: shared deadline, caller's values", func(t *testing.T) {
+		before := time.Now()
+		ctx, cancel := g.context(valued)
+		if cancel != nil {
+			t.Error("cancel != nil for a shared deadline")
+		}
+		if got := ctx.Value(ctxKey{}); got != "v" {
+			t.Errorf("Value = %v, want the caller's v", got)
+		}
+		d, ok := ctx.Deadline()
+		if !ok || d.Before(before.Add(time.Hour)) || d.After(time.Now().Add(time.Hour+slack)) {
+			t.Errorf("Deadline = %v, %v; want within [now+1h, now+1h+%s]", d, ok, slack)
+		}
+		if ctx.Err() != nil || ctx.Done() == nil {
+			t.Errorf("Err = %v, Done = %v; want nil and a channel", ctx.Err(), ctx.Done())
+		}
+		ctx2, _ := g.context(valued)
+		if ctx2.(*sharedCtx).d != ctx.(*sharedCtx).d {
+			t.Error("two calls within slack got two deadline contexts, want one shared")
+		}
+	})
+	t.Run("shared deadline ends", func(t *testing.T) {
+		g := New(time.Millisecond, true)
+		ctx, _ := g.context(valued)
+		<-ctx.Done() // must close, at its deadline
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Errorf("Err = %v, want DeadlineExceeded", ctx.Err())
+		}
+	})
+	t.Run("sooner deadline of the caller's", func(t *testing.T) {
+		parent, cancel := context.WithTimeout(valued, time.Minute)
+		defer cancel()
+		ctx, c := g.context(parent)
+		if ctx != parent || c != nil {
+			t.Errorf("got %v, want the caller's context as is", ctx)
+		}
+	})
+	t.Run("cancelable caller", func(t *testing.T) {
+		parent, cancel := context.WithCancel(valued)
+		ctx, c := g.context(parent)
+		if c == nil {
+			t.Fatal("cancel = nil, want a context of its own")
+		}
+		defer c()
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Hour {
+			t.Errorf("Deadline = %v, %v; want within an hour", d, ok)
+		}
+		cancel()
+		<-ctx.Done() // the caller's cancellation reaches it
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			t.Errorf("Err = %v, want Canceled", ctx.Err())
+		}
+	})
+}
+
+// TestCallTimesOut checks both paths release the caller at the timeout of
+// a strategy that never answers, with an error that says so.
+func TestCallTimesOut(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	hang := fn(func(ctx context.Context) (strategy.Result, error) {
+		select {
+		case <-ctx.Done():
+			return strategy.Result{}, ctx.Err()
+		case <-block:
+			return strategy.Result{}, nil
+		}
+	})
+	for _, inline := range []bool{true, false} {
+		g := New(10*time.Millisecond, inline)
+		_, err := g.Call(context.Background(), hang, Call{Op: Allow, Key: "k", N: 1})
+		if !errors.Is(err, strategy.ErrBackend) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("inline %v: err = %v, want ErrBackend and DeadlineExceeded", inline, err)
+		}
+	}
+}

@@ -1,0 +1,26 @@
+package unitlog
+
+// Refund takes back up to r of the units recorded after floor, newest
+// first: whole entries are dropped from the newest end and the entry where
+// the refund stops keeps its older units. It returns the units taken back,
+// min(r, Count(floor)). Entries at or before floor are never touched, so
+// what left the window is not given back twice. The work is one step per
+// entry dropped (each entry was recorded once), amortized O(1).
+func (g *Log) Refund(floor, r int64) int64 {
+	r = min(r, g.Count(floor))
+	left := r
+	for left > 0 {
+		e := g.at(g.n - 1)
+		units := int64(e.cum - g.before(g.n-1))
+		if units > left {
+			e.cum -= uint64(left)
+			break
+		}
+		left -= units
+		g.n--
+	}
+	if g.n == 0 {
+		g.head, g.base = 0, 0
+	}
+	return r
+}

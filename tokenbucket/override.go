@@ -1,0 +1,152 @@
+package tokenbucket
+
+import (
+	"context"
+
+	"github.com/ratekit/ratelimit/internal/exact"
+	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+var (
+	_ strategy.LimitOverrider = (*Limiter)(nil)
+	_ strategy.LimitOverrider = (*Local)(nil)
+)
+
+// args are the scale of a per-call limit and its script arguments, boxed.
+type args struct {
+	sc               scale
+	lp, wp, capacity any
+}
+
+// AllowNWith is AllowN with lim's capacity and rate instead of the
+// strategy's Limit (see strategy.LimitOverrider). lim.Window must be the
+// strategy's, and lim, like the strategy's Limit, must satisfy (capacity +
+// 1) × Window in ms < 2^53 besides New's bounds. The tokens the subject
+// used carry over: see "Per-subject limits" in the package doc.
+func (l *Limiter) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	a, ok := l.overrides.Get(lim)
+	if !ok {
+		sc, err := overrideScale(l.b.Lim, lim)
+		if err != nil {
+			return strategy.Result{}, err
+		}
+		a = args{sc: sc, lp: sc.lp, wp: sc.wp, capacity: sc.capacity}
+		l.overrides.Put(lim, a)
+	}
+	k, err := l.b.KeyN(ctx, key, n)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	if a.sc.denyAll() {
+		return redisx.DenyAll(ctx)
+	}
+	return redisx.Decision(ctx, l.b.RDB, script, k, a.sc.capacity,
+		a.lp, a.wp, a.capacity, n, l.b.Now(), l.lp, l.wp, l.capacity, l.window)
+}
+
+// PeekWith is Peek against lim (see AllowNWith).
+func (l *Limiter) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	return l.AllowNWith(ctx, key, 0, lim)
+}
+
+// overrideScale checks lim, a per-call limit, against base, the
+// strategy's, and returns its scale.
+func overrideScale(base, lim strategy.Limit) (scale, error) {
+	if err := strategy.ValidateOverride(base, lim); err != nil {
+		return scale{}, err
+	}
+	if err := exact.CheckCarry(base); err != nil {
+		return scale{}, err
+	}
+	if err := exact.CheckCarry(lim); err != nil {
+		return scale{}, err
+	}
+	x, err := exact.Of(lim)
+	if err != nil {
+		return scale{}, err
+	}
+	s := scale{lp: x.LP, wp: x.WP, capacity: x.Capacity, full: x.Full}
+	if !s.denyAll() {
+		s.fullMs = (s.full + s.lp - 1) / s.lp
+	}
+	return s, nil
+}
+
+// AllowNWith is AllowN with lim's capacity and rate instead of the
+// strategy's Limit (see Limiter.AllowNWith).
+func (l *Local) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	sc, err := overrideScale(l.t.Lim, lim)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	return l.allowN(ctx, key, n, sc)
+}
+
+// PeekWith is Peek against lim (see AllowNWith).
+func (l *Local) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	return l.AllowNWith(ctx, key, 0, lim)
+}
+
+// allowN is AllowN under the scale s of a per-call limit.
+func (l *Local) allowN(ctx context.Context, key string, n int64, s scale) (strategy.Result, error) {
+	sk, now, err := l.t.Start(ctx, key, n)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	if s.denyAll() {
+		return redisx.DenyAll(ctx)
+	}
+	own := s == l.sc
+	window := l.t.Lim.Window.Milliseconds()
+	var res strategy.Result
+	l.t.Store.Do(sk, now, func(b *bucket) int64 {
+		var expires int64
+		if own && b.wp == 0 {
+			res, expires = s.decide(b, now, n)
+			return expires
+		}
+		res, expires = l.decideWith(b, s, own, window, now, n)
+		return expires
+	})
+	return res, nil
+}
+
+// decideWith is the script's decision under s on a bucket stored under
+// another limit, or under s when s is not the strategy's own (own false):
+// the bucket refills at its stored rate up to now, the tokens it used carry
+// over to s (exact.Carry), then s decides. Like the script, only an
+// allowed request writes: a denial or a peek leaves b as it was.
+func (l *Local) decideWith(b *bucket, s scale, own bool, windowMs, now, n int64) (strategy.Result, int64) {
+	olp, owp := b.lp, b.wp
+	if owp == 0 {
+		olp, owp = l.sc.lp, l.sc.wp
+	}
+	c := *b
+	if now > c.last {
+		// no overflow: e×olp is only computed below the deficit
+		if e := now - c.last; e >= ceilDiv(c.deficit, olp) {
+			c.deficit = 0
+		} else {
+			c.deficit -= e * olp
+		}
+		c.last = now
+	}
+	if owp != s.wp || c.deficit > s.full {
+		c.deficit = exact.Carry(c.deficit, owp, exact.Scale{WP: s.wp, Capacity: s.capacity, Full: s.full}, windowMs)
+	}
+	res, expires := s.decide(&c, now, n)
+	if !res.Allowed || n == 0 {
+		// b unchanged: it matters until it is full at its own rate
+		if b.deficit == 0 {
+			return res, 0
+		}
+		return res, b.last + ceilDiv(b.deficit, olp)
+	}
+	c.lp, c.wp = s.lp, s.wp
+	if own {
+		c.lp, c.wp = 0, 0
+	}
+	*b = c
+	return res, expires
+}

@@ -1,0 +1,19 @@
+//go:build !race
+
+package tokenbucket_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/strategy"
+	"github.com/ratekit/ratelimit/tokenbucket"
+)
+
+// TestOverrideAllocs: a per-call limit costs no allocation more than the
+// strategy's own.
+func TestOverrideAllocs(t *testing.T) {
+	conformance.OverrideAllocs(t, tokenbucket.New, tokenbucket.NewLocal,
+		strategy.Limit{Limit: 1000, Window: time.Hour}, strategy.Limit{Limit: 5000, Window: time.Hour, Burst: 9000})
+}
