@@ -135,3 +135,7 @@ func BenchmarkRedisCPU(b *testing.B) {
 		})
 	}
 }
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, compactlog.New) }
+func BenchmarkOverride(b *testing.B) {
+	conformance.BenchOverride(b, compactlog.New, compactlog.NewLocal, 5000)
+}

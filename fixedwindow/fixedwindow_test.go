@@ -158,7 +158,7 @@ func TestSpec(t *testing.T) {
 		Subject: conformance.Subject{ExactRetry: true},
 		// an allowed reply too large for one integer comes back as a table
 		Differential: []strategy.Limit{{Limit: strategy.MaxUnits, Window: time.Hour}},
-		Checks:       conformance.WindowChecks(fixedwindow.New, fixedwindow.NewLocal),
+		Checks:       conformance.WindowChecks(fixedwindow.New, fixedwindow.NewLocal, 4),
 		Allocs:       strategy.Limit{Limit: 1 << 40, Window: time.Hour},
 		ServerTime: conformance.ServerTime{
 			Lim: strategy.Limit{Limit: 1, Window: time.Second},
@@ -181,4 +181,8 @@ func TestSpec(t *testing.T) {
 func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, fixedwindow.NewLocal) }
 
 // BenchmarkRedis: run with -bench and compare the ns/op of floor and fixedwindow.
-func BenchmarkRedis(b *testing.B) { conformance.BenchmarkRedis(b, "fixedwindow", fixedwindow.New) }
+func BenchmarkRedis(b *testing.B)  { conformance.BenchmarkRedis(b, "fixedwindow", fixedwindow.New) }
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, fixedwindow.New) }
+func BenchmarkOverride(b *testing.B) {
+	conformance.BenchOverride(b, fixedwindow.New, fixedwindow.NewLocal, 1<<30)
+}

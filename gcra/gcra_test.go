@@ -82,4 +82,6 @@ func TestSpec(t *testing.T) {
 		conformance.Memory{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"int"}, MaxBytes: 72}))
 }
 
-func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, gcra.NewLocal) }
+func BenchmarkLocal(b *testing.B)    { conformance.BenchmarkLocal(b, gcra.NewLocal) }
+func BenchmarkRefund(b *testing.B)   { conformance.BenchRefund(b, gcra.New) }
+func BenchmarkOverride(b *testing.B) { conformance.BenchOverride(b, gcra.New, gcra.NewLocal, 1<<30) }

@@ -345,7 +345,7 @@ func TestSpec(t *testing.T) {
 	conformance.RunSpec(t, conformance.Spec[*slidingcounter.Limiter, *slidingcounter.Local]{
 		New: slidingcounter.New, NewLocal: slidingcounter.NewLocal, Tag: "sc",
 		Subject: conformance.Subject{ExactRetry: true},
-		Checks:  conformance.WindowChecks(slidingcounter.New, slidingcounter.NewLocal),
+		Checks:  conformance.WindowChecks(slidingcounter.New, slidingcounter.NewLocal, 2), // the previous window weighs ceil(4 x 1/2)
 		Allocs:  strategy.Limit{Limit: 1 << 30, Window: time.Hour},
 		ServerTime: conformance.ServerTime{
 			Lim: strategy.PerSecond(2),
@@ -377,4 +377,8 @@ func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, slidingcounter
 // BenchmarkRedis: run with -bench and compare the ns/op of floor and slidingcounter.
 func BenchmarkRedis(b *testing.B) {
 	conformance.BenchmarkRedis(b, "slidingcounter", slidingcounter.New)
+}
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, slidingcounter.New) }
+func BenchmarkOverride(b *testing.B) {
+	conformance.BenchOverride(b, slidingcounter.New, slidingcounter.NewLocal, 1<<30)
 }

@@ -39,4 +39,8 @@ func TestSpec(t *testing.T) {
 		conformance.Memory{Lim: strategy.PerMinute(100), Requests: 100, Cost: 1, Encodings: []string{"listpack", "ziplist"}, MaxBytes: 128}))
 }
 
-func BenchmarkLocal(b *testing.B) { conformance.BenchmarkLocal(b, tokenbucket.NewLocal) }
+func BenchmarkLocal(b *testing.B)  { conformance.BenchmarkLocal(b, tokenbucket.NewLocal) }
+func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, tokenbucket.New) }
+func BenchmarkOverride(b *testing.B) {
+	conformance.BenchOverride(b, tokenbucket.New, tokenbucket.NewLocal, 1<<30)
+}

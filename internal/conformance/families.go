@@ -31,6 +31,8 @@ func BucketSpec[R Keyed, L Twin](newRedis NewRedis[R], newLocal NewLocal[L], tag
 		Subject: Subject{ExactRetry: true, UsesBurst: true},
 		// an allowed reply too large for one integer comes back as a table
 		Differential: []strategy.Limit{{Limit: 1, Window: time.Hour, Burst: 1 << 20}},
+		// refunds up to a burst above and below the limit
+		RefundLimits: []strategy.Limit{{Limit: 10, Window: time.Second, Burst: 15}, {Limit: 7, Window: 333 * time.Millisecond, Burst: 3}},
 		Checks:       []Check{{"bucket", func(t *testing.T) { Bucket(t, newRedis, newLocal) }}},
 		ServerTime: ServerTime{
 			// the interval of a unit is 333.3 ms
@@ -73,6 +75,28 @@ func Bucket[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal
 	t.Run("never above rate", func(t *testing.T) { NeverAboveRate(t, newRedis, newLocal) })
 	t.Run("exact against rationals", func(t *testing.T) { ExactAgainstRationals(t, newRedis, newLocal) })
 	t.Run("concurrent exactly capacity", func(t *testing.T) { ConcurrentExactlyCapacity(t, newRedis, newLocal) })
+	t.Run("refund after refill", func(t *testing.T) { refundAfterRefill(t, newRedis, newLocal) })
+}
+
+// refundAfterRefill: a refund tops the bucket up to its capacity, no
+// further, after refilling to now.
+func refundAfterRefill[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	OnBackends(t, strategy.Limit{Limit: 10, Window: time.Second}, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+		rf := st.(strategy.Refunder)
+		if r := Allow(t, st, "b", 10); !r.Allowed {
+			t.Fatalf("AllowN(10) = %+v", r)
+		}
+		clock.Advance(300 * time.Millisecond) // 3 units back
+		for _, want := range []int64{8, 10} {
+			got, err := rf.RefundN(ctx, "b", 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Remaining != want {
+				t.Errorf("RefundN(5) = %+v, want Remaining %d", got, want)
+			}
+		}
+	})
 }
 
 // refill: 4 per second, burst 6: a unit comes back every 250 ms, up to 6.
@@ -192,8 +216,36 @@ func OnBackendsAt[R, L strategy.Strategy](t *testing.T, lim strategy.Limit, star
 
 // WindowChecks are the Checks of an algorithm whose counts belong to
 // aligned windows (fixed window, sliding counter).
-func WindowChecks[R, L strategy.Strategy](newRedis NewRedis[R], newLocal NewLocal[L]) []Check {
-	return []Check{{"clock back to an earlier window", func(t *testing.T) { ClockBackToAnEarlierWindow(t, newRedis, newLocal) }}}
+//
+// refunded is the Remaining of a subject of 4 per second that spent 4 units,
+// then 1 more half-way through the next window, then asked 4 back: only
+// the current window's count is given back, so a window algorithm says
+// what the previous window still weighs.
+func WindowChecks[R, L strategy.Strategy](newRedis NewRedis[R], newLocal NewLocal[L], refunded int64) []Check {
+	return []Check{
+		{"clock back to an earlier window", func(t *testing.T) { ClockBackToAnEarlierWindow(t, newRedis, newLocal) }},
+		{"refund of the current window only", func(t *testing.T) { refundCurrentWindowOnly(t, newRedis, newLocal, refunded) }},
+	}
+}
+
+// refundCurrentWindowOnly: see WindowChecks.
+func refundCurrentWindowOnly[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L], refunded int64) {
+	OnBackends(t, strategy.Limit{Limit: 4, Window: time.Second}, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+		if r := Allow(t, st, "w", 4); !r.Allowed {
+			t.Fatalf("AllowN(4) = %+v", r)
+		}
+		clock.Advance(1500 * time.Millisecond) // half-way through the next window
+		if r := Allow(t, st, "w", 1); !r.Allowed {
+			t.Fatalf("AllowN(1) in the next window = %+v", r)
+		}
+		got, err := st.(strategy.Refunder).RefundN(ctx, "w", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Remaining != refunded {
+			t.Errorf("RefundN(4) = %+v, want Remaining %d (the current window's unit back, the previous window as it weighs)", got, refunded)
+		}
+	})
 }
 
 // ClockBackToAnEarlierWindow: a count belongs to its window (fixed window,

@@ -170,7 +170,9 @@ func (answering) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *r
 // BenchOverride measures AllowN under base against AllowNWith under lim on
 // a warm subject, on the local twin and on a real Redis, serially; run with
 // -benchmem to compare allocations.
-func BenchOverride[R, L strategy.Strategy](b *testing.B, newRedis NewRedis[R], newLocal NewLocal[L], base, lim strategy.Limit) {
+func BenchOverride[R, L strategy.Strategy](b *testing.B, newRedis NewRedis[R], newLocal NewLocal[L], limit int64) {
+	base := strategy.Limit{Limit: limit, Window: time.Hour}
+	lim := strategy.Limit{Limit: 2 * limit, Window: time.Hour}
 	for _, backend := range []string{"local", "redis"} {
 		var st strategy.Strategy
 		var err error

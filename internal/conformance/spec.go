@@ -38,6 +38,9 @@ type Spec[R Keyed, L Twin] struct {
 	// Subject says what the suite (Run) expects of the algorithm; RunSpec
 	// runs it on every backend (RunBackends).
 	Subject Subject
+	// RefundLimits are limits the Redis strategy and its twin are compared
+	// on with refunds beyond the usual ones (RefundDifferential).
+	RefundLimits []strategy.Limit
 	// Differential are limits the Redis strategy and its twin are
 	// compared on (DifferentialOf) beyond the usual ones.
 	Differential []strategy.Limit
@@ -176,6 +179,22 @@ func RunSpec[R Keyed, L Twin](t *testing.T, s Spec[R, L]) {
 		}
 	})
 	t.Run("twin drops idle subjects", func(t *testing.T) { dropsIdle(t, s) })
+	t.Run("refunds", func(t *testing.T) { Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, s.New, s.NewLocal) })
+	t.Run("refund differential", func(t *testing.T) {
+		RefundDifferential(t, s.New, s.NewLocal, append([]strategy.Limit{
+			{Limit: 5, Window: 1500 * time.Millisecond},
+			{Limit: 100, Window: time.Second},
+			{Limit: 1, Window: 300 * time.Millisecond},
+		}, s.RefundLimits...)...)
+	})
+	t.Run("refund server time", func(t *testing.T) { RefundServerTime(t, s.New) })
+	t.Run("per-call limits", func(t *testing.T) { Overrides(t, s.New, s.NewLocal) })
+	if !raceEnabled {
+		t.Run("a per-call limit allocates nothing more", func(t *testing.T) {
+			OverrideAllocs(t, s.New, s.NewLocal,
+				strategy.Limit{Limit: 1000, Window: time.Hour}, strategy.Limit{Limit: 5000, Window: time.Hour, Burst: 9000})
+		})
+	}
 	if s.Allocs.Limit != 0 {
 		t.Run("twin allocates nothing on a warm subject", func(t *testing.T) { LocalAllocs(t, s.NewLocal, s.Allocs) })
 	}

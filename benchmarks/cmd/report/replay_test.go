@@ -131,7 +131,7 @@ func TestReplayErrors(t *testing.T) {
 		want string
 	}{
 		{"no enforced", []string{"-replay", "steady", "-candidate", sl2}, "-enforced: want a policy"},
-		{"bad candidate", []string{"-replay", "steady", "-enforced", fw2, "-candidate", `{"algorithm":"nope","limit":1,"window":"1s"}`}, `-candidate: policy "candidate": invalid option: Algorithm must be one of`},
+		{"bad candidate", []string{"-replay", "steady", "-enforced", fw2, "-candidate", `{"algorithm":"nope","limit":1,"window":"1s"}`}, `-candidate: policy "candidate": field "algorithm": invalid option: algorithm must be one of`},
 		{"policies without replay", []string{"-enforced", fw2}, "go with -replay"},
 		{"no such file", []string{"-replay", "nope.csv", "-enforced", fw2, "-candidate", sl2}, "neither a shape"},
 		{"big file", []string{"-replay", big, "-enforced", fw2, "-candidate", sl2}, "at most 67108864 bytes"},

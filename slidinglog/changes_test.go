@@ -9,17 +9,6 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-func TestRefunds(t *testing.T) {
-	conformance.Refunds(t, strategy.Limit{Limit: 10, Window: time.Minute}, slidinglog.New, slidinglog.NewLocal)
-}
-
-func TestRefundDifferential(t *testing.T) {
-	conformance.RefundDifferential(t, slidinglog.New, slidinglog.NewLocal,
-		strategy.Limit{Limit: 5, Window: 1500 * time.Millisecond},
-		strategy.Limit{Limit: 100, Window: time.Second},
-		strategy.Limit{Limit: 1, Window: 300 * time.Millisecond})
-}
-
 // TestRefundNewestFirst: a refund takes the newest entries whole, then
 // part of the entry where it stops; RetryAfter and ResetAfter stay exact.
 func TestRefundNewestFirst(t *testing.T) {
@@ -72,6 +61,8 @@ func TestRefundNewestFirst(t *testing.T) {
 	})
 }
 
-func TestRefundServerTime(t *testing.T) { conformance.RefundServerTime(t, slidinglog.New) }
-
 func BenchmarkRefund(b *testing.B) { conformance.BenchRefund(b, slidinglog.New) }
+
+func BenchmarkOverride(b *testing.B) {
+	conformance.BenchOverride(b, slidinglog.New, slidinglog.NewLocal, 1<<30)
+}
