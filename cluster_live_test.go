@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
 )
 
@@ -24,7 +25,10 @@ func TestClusterLiveChanges(t *testing.T) {
 		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Hour},
 		Tiers:     map[string]ratelimit.Limit{"pro": {Limit: 3}},
 	}}
-	set, err := ratelimit.NewSet(rdb, p, ratelimit.WithObserver(strict{t}))
+	// a frozen client clock: an hour's boundary passing mid-test would
+	// reset the fixed window
+	clock := conformance.NewClock(time.Now())
+	set, err := ratelimit.NewSet(rdb, p, ratelimit.WithObserver(strict{t}), ratelimit.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/grpclimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // TestSetFollowsReloads checks that an Interceptor built by NewSet decides
@@ -23,7 +24,8 @@ func TestSetFollowsReloads(t *testing.T) {
 	policy := func(limit int64) ratelimit.Policies {
 		return ratelimit.Policies{"api": {Algorithm: ratelimit.FixedWindow, Limit: limit, Window: time.Hour}}
 	}
-	set, err := ratelimit.NewLocalSet(policy(1))
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(1_700_000_000, 0) }) // no hour boundary mid-test
+	set, err := ratelimit.NewLocalSet(policy(1), ratelimit.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
