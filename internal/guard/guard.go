@@ -63,13 +63,19 @@ func Do(ctx context.Context, st strategy.Strategy, c Call) (strategy.Result, err
 	return st.AllowN(ctx, c.Key, c.N)
 }
 
-// slack is how much later than asked a shared deadline may fall: calls
-// within slack of each other share one deadline context.
-const slack = time.Millisecond
+// slackOf is how much later than asked a shared deadline may fall for a
+// timeout: calls within it of each other share one deadline context. A
+// 256th of the timeout (at least 1 ms) keeps at most about 256 deadline
+// contexts alive at once whatever the timeout (each lives until its
+// deadline), at a precision of 0.4%.
+func slackOf(timeout time.Duration) time.Duration {
+	return max(timeout/256, time.Millisecond)
+}
 
 // A Guard calls one strategy under a timeout. It is safe for concurrent use.
 type Guard struct {
 	timeout time.Duration
+	slack   time.Duration // see slackOf
 	inline  bool
 	shared  atomic.Pointer[deadline]
 	pool    workers
@@ -78,7 +84,7 @@ type Guard struct {
 // New returns a Guard that gives each call timeout, on the caller's
 // goroutine when inline (the strategy honours its context's deadline).
 func New(timeout time.Duration, inline bool) *Guard {
-	return &Guard{timeout: timeout, inline: inline}
+	return &Guard{timeout: timeout, slack: slackOf(timeout), inline: inline}
 }
 
 // Timeout returns the guard's timeout.
@@ -148,8 +154,8 @@ func (g *Guard) context(ctx context.Context) (context.Context, context.CancelFun
 		return context.WithDeadline(ctx, want)
 	}
 	d := g.shared.Load()
-	if d == nil || d.at.Before(want) || d.at.Sub(want) > slack {
-		nd := &deadline{at: want.Add(slack)}
+	if d == nil || d.at.Before(want) || d.at.Sub(want) > g.slack {
+		nd := &deadline{at: want.Add(g.slack)}
 		nd.ctx, nd.cancel = context.WithDeadline(context.Background(), nd.at)
 		g.shared.CompareAndSwap(d, nd) // when another caller won, ours still serves us
 		d = nd

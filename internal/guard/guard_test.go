@@ -25,8 +25,8 @@ func TestContext(t *testing.T) {
 			t.Errorf("Value = %v, want the caller's v", got)
 		}
 		d, ok := ctx.Deadline()
-		if !ok || d.Before(before.Add(time.Hour)) || d.After(time.Now().Add(time.Hour+slack)) {
-			t.Errorf("Deadline = %v, %v; want within [now+1h, now+1h+%s]", d, ok, slack)
+		if !ok || d.Before(before.Add(time.Hour)) || d.After(time.Now().Add(time.Hour+g.slack)) {
+			t.Errorf("Deadline = %v, %v; want within [now+1h, now+1h+%s]", d, ok, g.slack)
 		}
 		if ctx.Err() != nil || ctx.Done() == nil {
 			t.Errorf("Err = %v, Done = %v; want nil and a channel", ctx.Err(), ctx.Done())
