@@ -44,7 +44,10 @@ if hdr and #hdr > 0 then
   head = h1 * 256 + h2
   count = c1 * 256 + c2
   cap = k1 * 256 + k2
-  if cap < 1 or head >= cap or count > cap or (s and #s ~= 13 + cap * w) then
+  -- the value must hold every slot the header claims, or reading a slot
+  -- by ranges would read past its end (STRLEN is O(1))
+  if cap < 1 or head >= cap or count > cap
+    or (s and #s or redis.call('STRLEN', key)) ~= 13 + cap * w then
     return redis.error_reply('ratelimit: compactlog: malformed state in ' .. key)
   end
 end

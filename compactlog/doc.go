@@ -51,8 +51,9 @@
 //
 // One script run: TIME, then for values up to 1 KB (Limit up to about 500
 // at 2 bytes a unit) one GET and, when it records units, one
-// SET; for larger values GETRANGE of the header, one GETRANGE per unit the
-// search reads (2 to 4 for a busy subject, at most about 2 log2(Limit)),
+// SET; for larger values GETRANGE of the header, STRLEN (a value shorter
+// or longer than its header says is malformed state), one GETRANGE per
+// unit the search reads (2 to 4 for a busy subject, at most about 2 log2(Limit)),
 // then SETRANGE of the n slots written (two ranges when they wrap) and of
 // the header, and PEXPIRE. A cost of n is one write of n slots, never n
 // commands. Redis CPU per decision is about the sliding log's (see

@@ -10,8 +10,9 @@
 -- the ring's head back and rewriting the header with the new count and
 -- newest time. Units that left the window are never given back. When no
 -- unit that counts is left the key is deleted; otherwise it expires
--- window after its new newest unit. A malformed value is left for the
--- decision script to report.
+-- window after its new newest unit. A malformed value (a header that
+-- does not parse, or a length other than the header claims) is left as it
+-- is, for the decision script to report.
 local now = ARGV[5] + 0
 if now < 0 then
   local t = redis.call('TIME')
@@ -30,7 +31,7 @@ do
     local head = h1 * 256 + h2
     local count = c1 * 256 + c2
     local cap = k1 * 256 + k2
-    if cap >= 1 and head < cap and count <= cap then
+    if cap >= 1 and head < cap and count <= cap and redis.call('STRLEN', key) == 13 + cap * w then
       local m = 256 ^ w
       -- at(q) is the time of the q-th oldest unit (0-based)
       local function at(q)
