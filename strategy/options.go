@@ -19,6 +19,10 @@ const DefaultPrefix = "rl:"
 const DefaultMaxSubjects = 1 << 20
 
 // Clock tells the time. A client clock replaces the Redis server's TIME.
+// It must be safe for concurrent use: a limiter calls Now from every
+// goroutine that calls it and from goroutines of its own (a local twin's
+// idle sweep), so a test clock that is stepped while the limiter runs needs
+// a mutex or an atomic (time.Now is safe).
 type Clock interface {
 	Now() time.Time
 }
@@ -49,7 +53,9 @@ func WithPrefix(prefix string) Option {
 // WithClock makes the strategy use c instead of the Redis server's TIME (or
 // time.Now for local twins). Use it for tests, or to keep every host of a
 // fleet on its own NTP-disciplined clock; skew between hosts then shifts
-// decisions by the skew. A nil c is ignored.
+// decisions by the skew. c must be safe for concurrent use (see Clock):
+// Now is called from other goroutines than the caller's, e.g. by a local
+// twin's idle sweep. A nil c is ignored.
 func WithClock(c Clock) Option {
 	return func(o *settings.Options) {
 		if c != nil {

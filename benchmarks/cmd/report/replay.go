@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -144,14 +145,25 @@ func runReplay(ctx context.Context, o replayOptions, stdout io.Writer) error {
 // of every window up to a day, so fixed windows start with the trace.
 var replayEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// manualClock is the twins' clock, set before each request.
-type manualClock struct{ t time.Time }
+// manualClock is the twins' clock, set before each request. It is safe
+// for concurrent use, as a strategy.Clock must be: the twins' idle sweep
+// reads it from its own goroutine while the replay sets it.
+type manualClock struct{ ns atomic.Int64 }
 
-func (c *manualClock) Now() time.Time { return c.t }
+// newManualClock returns a manualClock at t.
+func newManualClock(t time.Time) *manualClock {
+	c := &manualClock{}
+	c.set(t)
+	return c
+}
+
+func (c *manualClock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+func (c *manualClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
 
 // replay runs events through the two policies, compared inline.
 func replay(ctx context.Context, events []event, ecfg, ccfg ratelimit.Config) (replayResult, error) {
-	clock := &manualClock{t: replayEpoch}
+	clock := newManualClock(replayEpoch)
 	// A trace has at most maxTraceEvents subjects, below the twins'
 	// default bound (strategy.DefaultMaxSubjects): none is ever evicted.
 	subjects := map[string]struct{}{}
@@ -182,7 +194,7 @@ func replay(ctx context.Context, events []event, ecfg, ccfg ratelimit.Config) (r
 		if i%4096 == 0 && ctx.Err() != nil {
 			return replayResult{}, ctx.Err()
 		}
-		clock.t = replayEpoch.Add(time.Duration(e.ms) * time.Millisecond)
+		clock.set(replayEpoch.Add(time.Duration(e.ms) * time.Millisecond))
 		cost = e.cost
 		res, err := l.AllowN(ctx, e.subject, e.cost)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratekit/ratelimit/compare"
 )
@@ -152,5 +153,29 @@ func TestReplayErrors(t *testing.T) {
 				t.Errorf("stderr %q: want exactly one prefix", errOut)
 			}
 		})
+	}
+}
+
+// TestReplayClockUnderSweep: the twins' idle sweep (a timer, every
+// max(Window, 100 ms)) reads the replay's clock from its own goroutine
+// while the replay sets it before each request. Under -race this fails
+// unless the replay's clock is safe for concurrent use, as strategy.Clock
+// requires. The trace is long enough to outlast a few sweeps; the replay
+// stops when the context does.
+func TestReplayClockUnderSweep(t *testing.T) {
+	cfg, err := parsePolicy("enforced", `{"algorithm":"sliding_log","limit":2,"window":"100ms"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make([]event, maxTraceEvents)
+	for i := range events {
+		events[i] = event{ms: int64(i), subject: "a", cost: 1}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
+	defer cancel()
+	// the replay ends with an error once the context is done: only an
+	// error before that is a failure
+	if _, err := replay(ctx, events, cfg, cfg); err != nil && ctx.Err() == nil {
+		t.Fatalf("replay: got %v, want nil or an error after the context ended", err)
 	}
 }
