@@ -153,6 +153,9 @@ this again: the report starts its own server on a free loopback port.
 			if c.FirstError != "" {
 				rowNotes = append(rowNotes, fmt.Sprintf("  %s: c=%d: %d errors, first: %s", rw.Name, c.Concurrency, c.Errors, c.FirstError))
 			}
+			if c.Degraded > 0 {
+				rowNotes = append(rowNotes, fmt.Sprintf("  %s: c=%d: %d degraded answers (Redis failed or the breaker was open; the failure policy answered), not counted as decisions", rw.Name, c.Concurrency, c.Degraded))
+			}
 		}
 	}
 	if len(rowNotes) > 0 {

@@ -154,6 +154,10 @@ type Cell struct {
 	RoundTrips      float64  `json:"round_trips_per_decision"`
 	Commands        *float64 `json:"commands_per_decision"`
 	CPUMicros       *float64 `json:"redis_cpu_us_per_decision"`
+	// Degraded counts the answers the backend did not make (the facade's
+	// failure policy answering for a failed Redis or an open breaker):
+	// they are in neither Decisions, PerSecond nor the latencies.
+	Degraded int64 `json:"degraded"`
 }
 
 // Local is the in-process twin's speed on a warm subject, one goroutine.

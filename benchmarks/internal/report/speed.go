@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -61,9 +62,12 @@ func (h *hist) quantile(q float64) float64 {
 	return histValue(len(h) - 1)
 }
 
-// acc accumulates one (target, concurrency) cell over its slices.
+// acc accumulates one (target, concurrency) cell over its slices. ops
+// counts decisions and errors; degraded answers (targets.ErrDegraded) are
+// counted apart, in neither ops nor the latency histogram.
 type acc struct {
 	ops, allowed, errs int64
+	degraded           int64
 	firstErr           string
 	elapsed            time.Duration
 	h                  hist
@@ -75,6 +79,7 @@ type acc struct {
 
 type worker struct {
 	ops, allowed, errs int64
+	degraded           int64
 	err                error
 	h                  hist
 }
@@ -99,6 +104,10 @@ func slice(ctx context.Context, d targets.Decider, subjects []string, conc int, 
 				s := subjects[rng.IntN(n)]
 				t0 := time.Now()
 				ok, err := d.Decide(ctx, s)
+				if errors.Is(err, targets.ErrDegraded) {
+					w.degraded++ // not a decision: the failure policy answered
+					continue
+				}
 				w.h[histIndex(int64(time.Since(t0)))]++
 				w.ops++
 				switch {
@@ -239,6 +248,7 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 					a.ops += w.ops
 					a.allowed += w.allowed
 					a.errs += w.errs
+					a.degraded += w.degraded
 					if w.err != nil && a.firstErr == "" {
 						a.firstErr = w.err.Error()
 					}
@@ -261,7 +271,7 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 			a := &accs[i][ci]
 			c := Cell{Concurrency: conc, Decisions: a.ops, Seconds: a.elapsed.Seconds(),
 				P50Micros: a.h.quantile(0.50) / 1e3, P99Micros: a.h.quantile(0.99) / 1e3,
-				Errors: a.errs, FirstError: a.firstErr}
+				Errors: a.errs, FirstError: a.firstErr, Degraded: a.degraded}
 			if a.elapsed > 0 {
 				c.PerSecond = float64(a.ops) / a.elapsed.Seconds()
 			}

@@ -27,10 +27,19 @@ import (
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
-// Decider makes one rate-limit decision of one unit for subject.
+// Decider makes one rate-limit decision of one unit for subject. An
+// answer that is not the backend's decision (the facade's failure policy
+// answering for a failed Redis) comes with ErrDegraded.
 type Decider interface {
 	Decide(ctx context.Context, subject string) (allowed bool, err error)
 }
+
+// ErrDegraded is the error of a Decide whose answer the backend did not
+// make: Redis failed (or the breaker was open) and the facade's failure
+// policy answered, a Result with Degraded set; allowed is that answer. It
+// is not a decision: the report counts such answers apart, never in
+// decisions per second.
+var ErrDegraded = errors.New("targets: degraded: the failure policy answered, not the backend")
 
 // Kind sorts targets into the floor, ours and the peers.
 type Kind string
@@ -169,6 +178,9 @@ type facadeDecider struct{ l *ratelimit.Limiter }
 
 func (d facadeDecider) Decide(ctx context.Context, subject string) (bool, error) {
 	r, err := d.l.Allow(ctx, subject)
+	if err == nil && r.Degraded {
+		return r.Allowed, ErrDegraded
+	}
 	return r.Allowed, err
 }
 
