@@ -161,7 +161,13 @@ type Config struct {
 	// Op "compare"). Only its strategy fields count (Algorithm, Limit,
 	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
 	// Config's, so that promoting it (a Config like the candidate, in Set.
-	// Update) keeps the state it built. See package compare.
+	// Update) keeps the state it built. A candidate of this Config's own
+	// algorithm needs a Prefix of its own, or the two would share keys. In
+	// a Set, its Prefix is scoped as the policy's is (see NewSet): policy
+	// "api" with candidate Prefix "x:" keeps the candidate's keys under
+	// "x:api:", so a candidate never writes another policy's keys, and
+	// the promoted Config, with Prefix "x:", reads them. See package
+	// compare.
 	Candidate *Config
 
 	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
