@@ -167,3 +167,44 @@ func TestCandidatePrefixScoped(t *testing.T) {
 		t.Errorf("Validate of two candidates in one namespace: err = %v, want one naming it", err)
 	}
 }
+
+// TestCompareDecisionCost checks that the Observer's compare Decision
+// carries the cost of the request, as the allow Decision does.
+func TestCompareDecisionCost(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range candidateBackends(t, true) {
+		for _, batched := range []bool{false, true} {
+			name := b.name
+			rdb := b.rdb
+			if batched {
+				if rdb == nil {
+					continue
+				}
+				name += "-batched"
+				rdb = conformance.Batched(t, rdb)
+			}
+			t.Run(name, func(t *testing.T) {
+				p := ratelimit.Policies{"api": {Algorithm: ratelimit.FixedWindow, Limit: 10, Window: time.Minute,
+					Prefix:    b.base + name + ":",
+					Candidate: &ratelimit.Config{Algorithm: ratelimit.TokenBucket, Limit: 10, Window: time.Minute}}}
+				rec := &decisionLog{}
+				set := candidateBackend{name, rdb, b.base}.newSet(t, p,
+					ratelimit.WithClock(conformance.NewClock(conformance.Epoch)), ratelimit.WithObserver(rec))
+				l, _ := set.Get("api")
+				if _, err := l.AllowN(ctx, "v", 3); err != nil {
+					t.Fatal(err)
+				}
+				agreements(l, rec)
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				ops := map[string]int64{}
+				for _, d := range rec.ds {
+					ops[d.Op] = d.N
+				}
+				if want := map[string]int64{"allow": 3, "compare": 3}; !reflect.DeepEqual(ops, want) {
+					t.Errorf("N by Op = %v, want %v", ops, want)
+				}
+			})
+		}
+	}
+}

@@ -463,13 +463,13 @@ func (c Config) candidate() (Config, error) {
 // candidate made. l is set once the Limiter is built.
 type compareReport struct{ l *Limiter }
 
-func (c *compareReport) report(ctx context.Context, _, candidate strategy.Result, o compare.Outcome) {
+func (c *compareReport) report(ctx context.Context, n int64, _, candidate strategy.Result, o compare.Outcome) {
 	l := c.l
 	if l == nil || l.obs == nil {
 		return
 	}
 	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: opCompare,
-		Result: candidate, Agreement: o.String(), Start: time.Now()})
+		N: n, Result: candidate, Agreement: o.String(), Start: time.Now()})
 }
 
 // buildMulti returns the multilimit strategy of a Multi cfg.

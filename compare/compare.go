@@ -132,9 +132,10 @@ func (a *Agreement) Add(o Outcome) {
 	}
 }
 
-// ReportFunc receives each request's outcome (see WithReport). candidate
-// is the zero Result when o is CandidateError or Dropped.
-type ReportFunc func(ctx context.Context, enforced, candidate strategy.Result, o Outcome)
+// ReportFunc receives each request's outcome (see WithReport): n is the
+// request's cost, the n of AllowN; candidate is the zero Result when o is
+// CandidateError or Dropped.
+type ReportFunc func(ctx context.Context, n int64, enforced, candidate strategy.Result, o Outcome)
 
 // Option configures a Limiter.
 type Option func(*options)
@@ -417,7 +418,7 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, lim strategy.L
 		return res, err
 	}
 	if stopped {
-		l.outcome(ctx, res, strategy.Result{}, Dropped)
+		l.outcome(ctx, n, res, strategy.Result{}, Dropped)
 		return res, nil
 	}
 	if l.mode == modeInline {
@@ -463,9 +464,9 @@ func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64, lim s
 		return strategy.Result{}, qe.Err
 	}
 	if cerr != nil {
-		l.outcome(ctx, qe.Result, strategy.Result{}, CandidateError)
+		l.outcome(ctx, n, qe.Result, strategy.Result{}, CandidateError)
 	} else {
-		l.outcome(ctx, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
+		l.outcome(ctx, n, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
 	}
 	return qe.Result, nil
 }
@@ -491,7 +492,7 @@ func pipelines(a, b redis.Scripter) bool {
 // it dropped.
 func (l *Limiter) inBackground(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
 	if !l.start() {
-		l.outcome(ctx, enforced, strategy.Result{}, Dropped)
+		l.outcome(ctx, n, enforced, strategy.Result{}, Dropped)
 		return
 	}
 	go l.background(context.WithoutCancel(ctx), key, n, lim, enforced)
@@ -509,16 +510,16 @@ func (l *Limiter) background(ctx context.Context, key string, n int64, lim strat
 func (l *Limiter) compare(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
 	cres, err := decide(ctx, l.candidate, key, n, lim)
 	if err != nil {
-		l.outcome(ctx, enforced, strategy.Result{}, CandidateError)
+		l.outcome(ctx, n, enforced, strategy.Result{}, CandidateError)
 		return
 	}
-	l.outcome(ctx, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
+	l.outcome(ctx, n, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
 }
 
-func (l *Limiter) outcome(ctx context.Context, enforced, candidate strategy.Result, o Outcome) {
+func (l *Limiter) outcome(ctx context.Context, n int64, enforced, candidate strategy.Result, o Outcome) {
 	l.counts[o].Add(1)
 	if l.report != nil {
-		l.report(ctx, enforced, candidate, o)
+		l.report(ctx, n, enforced, candidate, o)
 	}
 }
 

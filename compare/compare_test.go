@@ -150,20 +150,28 @@ func throughCompare(t *testing.T, build pair, s []step, opts ...compare.Option) 
 	clock := conformance.NewClock(epoch)
 	e, c := build(t, clock)
 	reported := map[compare.Outcome]uint64{}
+	var costs []int64 // the n of each report
 	var mu sync.Mutex
-	opts = append(opts, compare.WithReport(func(_ context.Context, _, _ strategy.Result, o compare.Outcome) {
+	opts = append(opts, compare.WithReport(func(_ context.Context, n int64, _, _ strategy.Result, o compare.Outcome) {
 		mu.Lock()
 		reported[o]++
+		costs = append(costs, n)
 		mu.Unlock()
 	}))
 	l := must(compare.New(e, c, opts...))
 	defer l.Close()
 	ctx := context.Background()
 	var res []strategy.Result
-	for _, st := range s {
+	for i, st := range s {
 		clock.Advance(st.advance)
 		res = append(res, must(l.AllowN(ctx, st.subject, st.n)))
 		l.Wait()
+		mu.Lock()
+		if st.n > 0 && (len(costs) == 0 || costs[len(costs)-1] != st.n) {
+			t.Errorf("step %d %+v: WithReport's n = %v (the last reported), want %d", i, st, costs, st.n)
+		}
+		costs = costs[:0]
+		mu.Unlock()
 	}
 	got := l.Agreement()
 	var rep compare.Agreement
