@@ -168,6 +168,62 @@ func TestCandidatePrefixScoped(t *testing.T) {
 	}
 }
 
+// TestCandidateSeesCachedDenials checks that a request the denial cache
+// answers is still decided by the candidate, and its agreement reported,
+// so that the candidate's state is what it would be alone and a promote is
+// warm.
+func TestCandidateSeesCachedDenials(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range candidateBackends(t, false) {
+		for _, batched := range []bool{false, true} {
+			name := b.name
+			rdb := b.rdb
+			if batched {
+				name += "-batched"
+				rdb = conformance.Batched(t, rdb)
+			}
+			t.Run(name, func(t *testing.T) {
+				clock := conformance.NewClock(conformance.Epoch)
+				cand := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 10, Window: time.Minute}
+				p := ratelimit.Policies{"api": {Algorithm: ratelimit.FixedWindow, Limit: 3, Window: time.Minute,
+					Prefix: b.base + name + ":", Candidate: &cand}}
+				rec := &decisionLog{}
+				set := candidateBackend{name, rdb, b.base}.newSet(t, p,
+					ratelimit.WithClock(clock), ratelimit.WithObserver(rec), ratelimit.WithDenyCache(100))
+				l, _ := set.Get("api")
+				for i := range 10 {
+					if r, err := l.Allow(ctx, "v"); err != nil || r.Allowed != (i < 3) {
+						t.Fatalf("Allow %d = %+v, %v; want allowed %v", i, r, err, i < 3)
+					}
+				}
+				got := agreements(l, rec)
+				if want := map[string]int{"both_allow": 3, "enforced_only_deny": 7}; !reflect.DeepEqual(got, want) {
+					t.Errorf("agreements = %v, want %v: every request, cached denials included, decided by the candidate", got, want)
+				}
+				cached := 0
+				rec.mu.Lock()
+				for _, d := range rec.ds {
+					if d.Op == "allow" && d.Cached {
+						cached++
+					}
+				}
+				rec.mu.Unlock()
+				if cached == 0 {
+					t.Errorf("no decision answered by the denial cache: the test does not test it")
+				}
+				if err := set.Update(ratelimit.Policies{"api": {Algorithm: cand.Algorithm, Limit: cand.Limit,
+					Window: cand.Window, Prefix: b.base + name + ":"}}); err != nil {
+					t.Fatal(err)
+				}
+				l, _ = set.Get("api")
+				if r, err := l.Allow(ctx, "v"); err != nil || r.Allowed {
+					t.Errorf("Allow after promoting the candidate = %+v, %v; want denied: it saw all 10 requests", r, err)
+				}
+			})
+		}
+	}
+}
+
 // TestCompareDecisionCost checks that the Observer's compare Decision
 // carries the cost of the request, as the allow Decision does.
 func TestCompareDecisionCost(t *testing.T) {

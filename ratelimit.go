@@ -155,10 +155,11 @@ type Config struct {
 	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
 
 	// Candidate is another algorithm (or limit) to try beside this one on
-	// the same traffic, in shadow: every allowed or denied request is also
-	// decided by the candidate on its own keys, its decision never reaching
-	// the caller, and the Observer gets each agreement outcome (Decision
-	// Op "compare"). Only its strategy fields count (Algorithm, Limit,
+	// the same traffic, in shadow: every allowed or denied request (a
+	// denial from WithDenyCache's cache included) is also decided by the
+	// candidate on its own keys, its decision never reaching the caller,
+	// and the Observer gets each agreement outcome (Decision Op
+	// "compare"). Only its strategy fields count (Algorithm, Limit,
 	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
 	// Config's, so that promoting it (a Config like the candidate, in Set.
 	// Update) keeps the state it built. A candidate of this Config's own

@@ -398,6 +398,46 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 	return res, nil
 }
 
+// CompareN has the candidate alone decide a request of cost n whose
+// enforced decision, enforced, was made without the Limiter (a denial
+// answered from a cache, say), and counts and reports its outcome as AllowN
+// would: the candidate then sees every request, and its state stays the
+// one it would build alone. It runs where AllowN runs the candidate, as one
+// script call of the candidate alone: on the caller's goroutine under ctx
+// inline and pipelined (in the background when the client cannot
+// pipeline), in the background otherwise. The candidate decides under lim
+// as in AllowNWith when lim.Window is not 0 and it can. Nothing is run
+// when n is 0; the request is counted Dropped once the Limiter is closed.
+func (l *Limiter) CompareN(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
+	switch {
+	case n == 0:
+		return
+	case l.stopped.Load():
+		l.outcome(ctx, n, enforced, strategy.Result{}, Dropped)
+	case l.mode == modeInline:
+		l.compare(ctx, key, n, lim, enforced)
+	case l.mode == modePipeline:
+		var qc redisx.Queued
+		cres, cerr := decide(redisx.WithQueue(ctx, &qc), l.candidate, key, n, lim)
+		switch {
+		case !qc.Held(): // decided without Redis, or failed
+		case !pipelines(qc.Client(), qc.Client()):
+			l.inBackground(ctx, key, n, lim, enforced) // as AllowN would
+			return
+		default:
+			redisx.Exec(ctx, []*redisx.Queued{&qc})
+			cres, cerr = qc.Result, qc.Err
+		}
+		if cerr != nil {
+			l.outcome(ctx, n, enforced, strategy.Result{}, CandidateError)
+			return
+		}
+		l.outcome(ctx, n, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
+	default:
+		l.inBackground(ctx, key, n, lim, enforced)
+	}
+}
+
 // decide is AllowN of st, under lim when lim is set and st can.
 func decide(ctx context.Context, st strategy.Strategy, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
 	if lim.Window != 0 {
