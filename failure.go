@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/compare"
 	"github.com/ratekit/ratelimit/internal/denycache"
 	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/keys"
@@ -135,6 +136,7 @@ type failure struct {
 	breaker *Breaker
 	local   strategy.Strategy // FailLocal: the fallback
 	deny    *denycache.Cache  // nil when off
+	cmp     *compare.Limiter  // with deny: the strategy when it has a candidate, which decides cached denials too
 }
 
 // wrap returns the Limiter of st with the failure handling of cfg and o.
@@ -164,6 +166,7 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 	// next request, which may land on another shard, would be denied.
 	if o.denyCache > 0 && cfg.Shards <= 1 {
 		f.deny = denycache.New(o.denyCache, o.clock, lim.Window, ev.add)
+		f.cmp, _ = st.(*compare.Limiter)
 	}
 	_, checked := st.(keys.ShardAware) // this module's strategies validate their input
 	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: checked, fail: f, ev: ev}
@@ -249,6 +252,9 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	if cache && n <= strategy.MaxUnits { // only valid keys are ever cached
 		// with tiers, a denial under another tier's limit is not this one's
 		if r, ok := f.deny.Lookup(key, n); ok && (len(l.cfg.Tiers) == 0 || r.Limit == l.capacity) {
+			if f.cmp != nil {
+				f.shadow(ctx, key, n, l.lim, r)
+			}
 			return r, outcome{cached: true}, nil
 		}
 	}
@@ -287,6 +293,15 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 		f.deny.Put(key, n, r, gen, sent)
 	}
 	return r, outcome{}, nil
+}
+
+// shadow has the candidate decide a request whose denial the cache
+// answered (see compare.Limiter.CompareN), within the Limiter's Timeout as
+// the request would have been had it reached Redis.
+func (f *failure) shadow(ctx context.Context, key string, n int64, lim strategy.Limit, r Result) {
+	ctx, cancel := context.WithTimeout(ctx, f.guard.Timeout())
+	f.cmp.CompareN(ctx, key, n, lim, r)
+	cancel()
 }
 
 func (f *failure) reset(ctx context.Context, st strategy.Strategy, key string) error {

@@ -112,7 +112,11 @@ func (p Policies) Names() []string {
 }
 
 // scoped returns the Config a Set builds for policy name: Name set, and the
-// key namespace Prefix (default strategy.DefaultPrefix) + name + ":".
+// key namespace Prefix (default strategy.DefaultPrefix) + name + ":". A
+// candidate's Prefix is scoped by the same rule, its default being the
+// policy's Prefix: Candidate.Prefix (default Prefix) + name + ":". So a
+// candidate stays within its own policy's names, and a Config equal to the
+// candidate's, promoted in Update, is scoped to the candidate's keys.
 func scoped(name string, c Config) (Config, error) {
 	if err := validPolicyName(name); err != nil {
 		return c, &PolicyError{Policy: name, Err: err}
@@ -126,6 +130,14 @@ func scoped(name string, c Config) (Config, error) {
 		base = strategy.DefaultPrefix
 	}
 	c.Prefix = base + name + ":"
+	if c.Candidate != nil {
+		cand := *c.Candidate // the caller's Config is not changed
+		if cand.Prefix == "" {
+			cand.Prefix = base
+		}
+		cand.Prefix += name + ":"
+		c.Candidate = &cand
+	}
 	return c, nil
 }
 
@@ -148,7 +160,9 @@ func (p Policies) Validate() error {
 
 // scopedAll returns the scoped Configs in name order and checks that no two
 // policies share a key namespace (possible only with per-policy prefixes,
-// e.g. "rl:a" + "b" and "rl:" + "ab").
+// e.g. "rl:a" + "b" and "rl:" + "ab"), their candidates' included: a
+// candidate may share only its own policy's namespace (with another
+// algorithm, see Config.candidate).
 func (p Policies) scopedAll() ([]Config, error) {
 	if len(p) > MaxPolicies {
 		return nil, fmt.Errorf("%w: want at most %d policies (MaxPolicies), got %d", strategy.ErrInvalidOption, MaxPolicies, len(p))
@@ -165,6 +179,14 @@ func (p Policies) scopedAll() ([]Config, error) {
 				Err: fmt.Errorf("%w: key namespace %s is also policy %s's", strategy.ErrInvalidOption, quote.Value(c.Prefix), quote.Value(other))}
 		}
 		seen[c.Prefix] = name
+		if c.Candidate != nil {
+			ns := c.Candidate.Prefix
+			if other, ok := seen[ns]; ok && other != name {
+				return nil, &PolicyError{Policy: name, Field: "candidate.prefix",
+					Err: fmt.Errorf("%w: key namespace %s is also policy %s's", strategy.ErrInvalidOption, quote.Value(ns), quote.Value(other))}
+			}
+			seen[ns] = name
+		}
 		out = append(out, c)
 	}
 	return out, nil
@@ -181,7 +203,14 @@ type Set struct {
 // NewSet builds a Limiter on Redis (through rdb, as New) for every policy.
 // Each Limiter's Config has Name set to its policy's name and its own key
 // namespace, Prefix + name + ":" (Prefix defaults to "rl:"), so two policies
-// never share keys and policy "login" keeps its keys under "rl:login:". opts
+// never share keys and policy "login" keeps its keys under "rl:login:". A
+// policy's candidate (Config.Candidate) is scoped by the same rule,
+// Candidate.Prefix + name + ":" (Candidate.Prefix defaults to Prefix), so
+// a candidate's keys are its own policy's too: two policies' candidates
+// never share keys, and promoting a candidate with Update, to a Config
+// equal to the candidate's (its Prefix included), keeps the state it
+// built. Namespaces that would meet anyway ("rl:a" + "b" and "rl:" +
+// "ab") are refused. opts
 // apply to every Limiter, and to those Update builds. It fails with a
 // *PolicyError naming the policy and the field when one is invalid.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {

@@ -155,13 +155,20 @@ type Config struct {
 	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
 
 	// Candidate is another algorithm (or limit) to try beside this one on
-	// the same traffic, in shadow: every allowed or denied request is also
-	// decided by the candidate on its own keys, its decision never reaching
-	// the caller, and the Observer gets each agreement outcome (Decision
-	// Op "compare"). Only its strategy fields count (Algorithm, Limit,
+	// the same traffic, in shadow: every allowed or denied request (a
+	// denial from WithDenyCache's cache included) is also decided by the
+	// candidate on its own keys, its decision never reaching the caller,
+	// and the Observer gets each agreement outcome (Decision Op
+	// "compare"). Only its strategy fields count (Algorithm, Limit,
 	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
 	// Config's, so that promoting it (a Config like the candidate, in Set.
-	// Update) keeps the state it built. See package compare.
+	// Update) keeps the state it built. A candidate of this Config's own
+	// algorithm needs a Prefix of its own, or the two would share keys. In
+	// a Set, its Prefix is scoped as the policy's is (see NewSet): policy
+	// "api" with candidate Prefix "x:" keeps the candidate's keys under
+	// "x:api:", so a candidate never writes another policy's keys, and
+	// the promoted Config, with Prefix "x:", reads them. See package
+	// compare.
 	Candidate *Config
 
 	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
@@ -457,13 +464,13 @@ func (c Config) candidate() (Config, error) {
 // candidate made. l is set once the Limiter is built.
 type compareReport struct{ l *Limiter }
 
-func (c *compareReport) report(ctx context.Context, _, candidate strategy.Result, o compare.Outcome) {
+func (c *compareReport) report(ctx context.Context, n int64, _, candidate strategy.Result, o compare.Outcome) {
 	l := c.l
 	if l == nil || l.obs == nil {
 		return
 	}
 	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: opCompare,
-		Result: candidate, Agreement: o.String(), Start: time.Now()})
+		N: n, Result: candidate, Agreement: o.String(), Start: time.Now()})
 }
 
 // buildMulti returns the multilimit strategy of a Multi cfg.

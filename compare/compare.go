@@ -132,9 +132,10 @@ func (a *Agreement) Add(o Outcome) {
 	}
 }
 
-// ReportFunc receives each request's outcome (see WithReport). candidate
-// is the zero Result when o is CandidateError or Dropped.
-type ReportFunc func(ctx context.Context, enforced, candidate strategy.Result, o Outcome)
+// ReportFunc receives each request's outcome (see WithReport): n is the
+// request's cost, the n of AllowN; candidate is the zero Result when o is
+// CandidateError or Dropped.
+type ReportFunc func(ctx context.Context, n int64, enforced, candidate strategy.Result, o Outcome)
 
 // Option configures a Limiter.
 type Option func(*options)
@@ -397,6 +398,46 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 	return res, nil
 }
 
+// CompareN has the candidate alone decide a request of cost n whose
+// enforced decision, enforced, was made without the Limiter (a denial
+// answered from a cache, say), and counts and reports its outcome as AllowN
+// would: the candidate then sees every request, and its state stays the
+// one it would build alone. It runs where AllowN runs the candidate, as one
+// script call of the candidate alone: on the caller's goroutine under ctx
+// inline and pipelined (in the background when the client cannot
+// pipeline), in the background otherwise. The candidate decides under lim
+// as in AllowNWith when lim.Window is not 0 and it can. Nothing is run
+// when n is 0; the request is counted Dropped once the Limiter is closed.
+func (l *Limiter) CompareN(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
+	switch {
+	case n == 0:
+		return
+	case l.stopped.Load():
+		l.outcome(ctx, n, enforced, strategy.Result{}, Dropped)
+	case l.mode == modeInline:
+		l.compare(ctx, key, n, lim, enforced)
+	case l.mode == modePipeline:
+		var qc redisx.Queued
+		cres, cerr := decide(redisx.WithQueue(ctx, &qc), l.candidate, key, n, lim)
+		switch {
+		case !qc.Held(): // decided without Redis, or failed
+		case !pipelines(qc.Client(), qc.Client()):
+			l.inBackground(ctx, key, n, lim, enforced) // as AllowN would
+			return
+		default:
+			redisx.Exec(ctx, []*redisx.Queued{&qc})
+			cres, cerr = qc.Result, qc.Err
+		}
+		if cerr != nil {
+			l.outcome(ctx, n, enforced, strategy.Result{}, CandidateError)
+			return
+		}
+		l.outcome(ctx, n, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
+	default:
+		l.inBackground(ctx, key, n, lim, enforced)
+	}
+}
+
 // decide is AllowN of st, under lim when lim is set and st can.
 func decide(ctx context.Context, st strategy.Strategy, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
 	if lim.Window != 0 {
@@ -417,7 +458,7 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, lim strategy.L
 		return res, err
 	}
 	if stopped {
-		l.outcome(ctx, res, strategy.Result{}, Dropped)
+		l.outcome(ctx, n, res, strategy.Result{}, Dropped)
 		return res, nil
 	}
 	if l.mode == modeInline {
@@ -463,9 +504,9 @@ func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64, lim s
 		return strategy.Result{}, qe.Err
 	}
 	if cerr != nil {
-		l.outcome(ctx, qe.Result, strategy.Result{}, CandidateError)
+		l.outcome(ctx, n, qe.Result, strategy.Result{}, CandidateError)
 	} else {
-		l.outcome(ctx, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
+		l.outcome(ctx, n, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
 	}
 	return qe.Result, nil
 }
@@ -491,7 +532,7 @@ func pipelines(a, b redis.Scripter) bool {
 // it dropped.
 func (l *Limiter) inBackground(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
 	if !l.start() {
-		l.outcome(ctx, enforced, strategy.Result{}, Dropped)
+		l.outcome(ctx, n, enforced, strategy.Result{}, Dropped)
 		return
 	}
 	go l.background(context.WithoutCancel(ctx), key, n, lim, enforced)
@@ -509,16 +550,16 @@ func (l *Limiter) background(ctx context.Context, key string, n int64, lim strat
 func (l *Limiter) compare(ctx context.Context, key string, n int64, lim strategy.Limit, enforced strategy.Result) {
 	cres, err := decide(ctx, l.candidate, key, n, lim)
 	if err != nil {
-		l.outcome(ctx, enforced, strategy.Result{}, CandidateError)
+		l.outcome(ctx, n, enforced, strategy.Result{}, CandidateError)
 		return
 	}
-	l.outcome(ctx, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
+	l.outcome(ctx, n, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
 }
 
-func (l *Limiter) outcome(ctx context.Context, enforced, candidate strategy.Result, o Outcome) {
+func (l *Limiter) outcome(ctx context.Context, n int64, enforced, candidate strategy.Result, o Outcome) {
 	l.counts[o].Add(1)
 	if l.report != nil {
-		l.report(ctx, enforced, candidate, o)
+		l.report(ctx, n, enforced, candidate, o)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -150,20 +151,28 @@ func throughCompare(t *testing.T, build pair, s []step, opts ...compare.Option) 
 	clock := conformance.NewClock(epoch)
 	e, c := build(t, clock)
 	reported := map[compare.Outcome]uint64{}
+	var costs []int64 // the n of each report
 	var mu sync.Mutex
-	opts = append(opts, compare.WithReport(func(_ context.Context, _, _ strategy.Result, o compare.Outcome) {
+	opts = append(opts, compare.WithReport(func(_ context.Context, n int64, _, _ strategy.Result, o compare.Outcome) {
 		mu.Lock()
 		reported[o]++
+		costs = append(costs, n)
 		mu.Unlock()
 	}))
 	l := must(compare.New(e, c, opts...))
 	defer l.Close()
 	ctx := context.Background()
 	var res []strategy.Result
-	for _, st := range s {
+	for i, st := range s {
 		clock.Advance(st.advance)
 		res = append(res, must(l.AllowN(ctx, st.subject, st.n)))
 		l.Wait()
+		mu.Lock()
+		if st.n > 0 && (len(costs) == 0 || costs[len(costs)-1] != st.n) {
+			t.Errorf("step %d %+v: WithReport's n = %v (the last reported), want %d", i, st, costs, st.n)
+		}
+		costs = costs[:0]
+		mu.Unlock()
 	}
 	got := l.Agreement()
 	var rep compare.Agreement
@@ -549,5 +558,71 @@ func TestHonoursContext(t *testing.T) {
 		if got := must(compare.New(tc.e, tc.c, opts...)).HonoursContext(); got != tc.want {
 			t.Errorf("%s: HonoursContext %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCompareN checks that a request decided without the Limiter (a
+// cached denial) is still decided by the candidate alone, counted and
+// reported with its cost, in every mode; that cost 0 runs nothing; and
+// that it is Dropped once the Limiter is closed.
+func TestCompareN(t *testing.T) {
+	ctx := context.Background()
+	rdb := testredis.Shared(t).Client(t)
+	denied := strategy.Result{Limit: 5, RetryAfter: time.Second}
+	for _, c := range []struct {
+		name string
+		opts []compare.Option
+		rdb  bool
+	}{
+		{"inline", []compare.Option{compare.WithInline()}, false},
+		{"background", []compare.Option{compare.WithBackground()}, false},
+		{"pipelined", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := conformance.NewClock(epoch)
+			var e, cand strategy.Strategy
+			if c.rdb {
+				prefix := strategy.WithPrefix(testredis.Prefix(t))
+				e = must(fixedwindow.New(rdb, testLimit, strategy.WithClock(clock), prefix))
+				cand = must(slidinglog.New(rdb, testLimit, strategy.WithClock(clock), prefix))
+			} else {
+				e = must(fixedwindow.NewLocal(testLimit, strategy.WithClock(clock)))
+				cand = must(slidinglog.NewLocal(testLimit, strategy.WithClock(clock)))
+			}
+			var mu sync.Mutex
+			var costs []int64
+			opts := append(c.opts, compare.WithReport(func(_ context.Context, n int64, _, _ strategy.Result, _ compare.Outcome) {
+				mu.Lock()
+				costs = append(costs, n)
+				mu.Unlock()
+			}))
+			l := must(compare.New(e, cand, opts...))
+			for range 3 {
+				l.CompareN(ctx, "k", 2, strategy.Limit{}, denied)
+				l.Wait()
+			}
+			l.CompareN(ctx, "k", 0, strategy.Limit{}, denied)
+			l.Wait()
+			want := compare.Agreement{EnforcedOnlyDeny: 2, BothDeny: 1} // 2 + 2 of 5, then 2 more denied
+			if got := l.Agreement(); got != want {
+				t.Errorf("Agreement() = %+v, want %+v", got, want)
+			}
+			if r := must(cand.Peek(ctx, "k")); r.Remaining != 1 {
+				t.Errorf("candidate Peek = %+v, want Remaining 1: it decided the requests", r)
+			}
+			if r := must(e.Peek(ctx, "k")); r.Remaining != 5 {
+				t.Errorf("enforced Peek = %+v, want Remaining 5: CompareN does not call it", r)
+			}
+			l.Close()
+			l.CompareN(ctx, "k", 1, strategy.Limit{}, denied)
+			if got := l.Agreement().Dropped; got != 1 {
+				t.Errorf("after Close, Dropped = %d, want 1", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []int64{2, 2, 2, 1}; !reflect.DeepEqual(costs, want) {
+				t.Errorf("reported costs %v, want %v", costs, want)
+			}
+		})
 	}
 }

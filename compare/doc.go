@@ -57,7 +57,10 @@
 //
 // Peek reads the enforced strategy only; Reset resets both; Limit is the
 // enforced strategy's. A request the enforced strategy answers with an
-// error, and a request of cost 0, are not run on the candidate.
+// error, and a request of cost 0, are not run on the candidate. CompareN
+// runs the candidate alone on a request whose enforced decision was made
+// elsewhere (the facade's cache of denials), so that it still sees every
+// request.
 //
 // # Promoting without a cold start
 //

@@ -179,10 +179,9 @@ func replay(ctx context.Context, events []event, ecfg, ccfg ratelimit.Config) (r
 		return replayResult{}, fmt.Errorf("-candidate: %s", unprefixed(err))
 	}
 	var r replayResult
-	var cost int64 // the cost of the request being compared (inline: same goroutine)
-	report := compare.WithReport(func(_ context.Context, _, c strategy.Result, o compare.Outcome) {
+	report := compare.WithReport(func(_ context.Context, n int64, _, c strategy.Result, o compare.Outcome) {
 		if o != compare.CandidateError && o != compare.Dropped && c.Allowed {
-			r.CandidateUnits += cost
+			r.CandidateUnits += n
 		}
 	})
 	l, err := compare.New(enf, cand, compare.WithInline(), report)
@@ -195,7 +194,6 @@ func replay(ctx context.Context, events []event, ecfg, ccfg ratelimit.Config) (r
 			return replayResult{}, ctx.Err()
 		}
 		clock.set(replayEpoch.Add(time.Duration(e.ms) * time.Millisecond))
-		cost = e.cost
 		res, err := l.AllowN(ctx, e.subject, e.cost)
 		if err != nil {
 			return replayResult{}, fmt.Errorf("request %d (%q at %dms): %s", i+1, e.subject, e.ms, unprefixed(err))
