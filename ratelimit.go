@@ -169,8 +169,11 @@ type Config struct {
 	Mode Mode
 	// Tiers are other limits for some subjects (free, pro...), by name:
 	// Limiter.Tier(name) decides under one. Each has Limit and Burst; its
-	// Window must be 0 or Config's. See Limiter.Tier for what a subject
-	// keeps when its tier changes. At most MaxTiers.
+	// Window must be 0 or Config's, and the algorithm must accept it as
+	// its own limit (compact log: at most compactlog.MaxLimit; see
+	// strategy.LimitValidator), or building the Limiter fails naming the
+	// tier. See Limiter.Tier for what a subject keeps when its tier
+	// changes. At most MaxTiers.
 	Tiers map[string]Limit
 
 	// When Redis fails (New and Wrap; see FailurePolicy and Breaker):
