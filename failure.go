@@ -224,10 +224,18 @@ func validate(key string, n int64) error {
 	return strategy.ValidateCost(n)
 }
 
-// callerError reports whether err is the caller's: bad input, which a
-// strategy of this module reports before it touches Redis.
+// callerError reports whether err is the caller's: bad input (a key, a
+// cost, a per-call limit the strategy refuses, an operation it does not
+// offer), which a strategy reports before it touches Redis. Such an error
+// says nothing about Redis: it reaches the caller as is, never the failure
+// policy, and the breaker counts the call as answered. An error that also
+// wraps strategy.ErrBackend is Redis's.
 func callerError(err error) bool {
-	return errors.Is(err, strategy.ErrInvalidKey) || errors.Is(err, strategy.ErrInvalidCost)
+	if err == nil || errors.Is(err, strategy.ErrBackend) {
+		return false
+	}
+	return errors.Is(err, strategy.ErrInvalidKey) || errors.Is(err, strategy.ErrInvalidCost) ||
+		errors.Is(err, strategy.ErrInvalidLimit) || errors.Is(err, strategy.ErrInvalidOption)
 }
 
 // guarded is decide through the failure handling. Input is validated once:
@@ -361,7 +369,7 @@ func (l *Limiter) degrade(ctx context.Context, op, key string, n int64) Result {
 
 // classify tells the breaker what err says about Redis. ctx is the caller's.
 func classify(ctx context.Context, err error) callOutcome {
-	if err == nil {
+	if err == nil || callerError(err) {
 		return callAnswered
 	}
 	if ctx.Err() != nil {

@@ -71,6 +71,18 @@ func (e *PolicyError) Error() string {
 // Unwrap returns the underlying error.
 func (e *PolicyError) Unwrap() error { return e.Err }
 
+// fieldError is an invalid value of one Config field, which it names by its
+// path in a policy document (json: "tiers.pro.limit", "candidate.window"),
+// so that policyError takes the field from the error rather than from its
+// message. Its message is err's, which names the field as Go does.
+type fieldError struct {
+	json string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
 const maxPolicyName = 64
 
 // Bounds of a policy document. A document is configuration, but it may come
@@ -326,22 +338,45 @@ func jsonNamed(err error) error {
 	return &PolicyError{Policy: pe.Policy, Field: pe.Field, Err: jsonMessage{pe.Err, pe.Field}}
 }
 
-// jsonMessage is an error whose message names a Config field by its JSON
-// name; it unwraps to the original.
+// jsonMessage is an error whose message names Config fields by their JSON
+// names; it unwraps to the original. field is the JSON path of the field at
+// fault.
 type jsonMessage struct {
 	err   error
 	field string
 }
 
 func (m jsonMessage) Error() string {
+	// every field, wherever the message names it as a word outside a
+	// quoted value: the field at fault ("tiers.pro.limit": Tiers, Limit)
+	// and the others it refers to ("Window in ms")
 	msg := m.err.Error()
 	for _, f := range configFields {
-		if f.jsonName == m.field {
-			msg = strings.Replace(msg, f.goName+" must", f.jsonName+" must", 1)
-			msg = strings.Replace(msg, f.goName+":", f.jsonName+":", 1)
-		}
+		msg = replaceWord(msg, f.goName, f.jsonName)
 	}
 	return msg
+}
+
+// replaceWord replaces each occurrence of the identifier old in msg by new,
+// but inside double quotes (quoted values).
+func replaceWord(msg, old, new string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c == '"' && (i == 0 || msg[i-1] != '\\') {
+			quoted = !quoted
+		}
+		if !quoted && strings.HasPrefix(msg[i:], old) &&
+			(i == 0 || !isIdentByte(msg[i-1])) &&
+			(i+len(old) == len(msg) || !isIdentByte(msg[i+len(old)])) {
+			b.WriteString(new)
+			i += len(old) - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 func (m jsonMessage) Unwrap() error { return m.err }
@@ -534,6 +569,13 @@ func decodePolicyAt(data []byte, depth int) (Config, error) {
 			c.LocalShare = f
 		default:
 			return c, fieldErr(fmt.Errorf("%w: unknown field; the fields are %s", strategy.ErrInvalidOption, policyFields))
+		}
+	}
+	// an unknown algorithm is the fault, whatever else is missing: the
+	// fields required depend on it
+	if slices.ContainsFunc(entries, func(e entry) bool { return e.key == "algorithm" }) {
+		if err := checkAlgorithm(c.Algorithm); err != nil {
+			return c, &PolicyError{Field: "algorithm", Err: jsonMessage{err, "algorithm"}}
 		}
 	}
 	required := []string{"algorithm", "limit", "window"}

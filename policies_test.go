@@ -122,7 +122,7 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 		{"tier with an unknown field", `{"login": {` + ok + `, "tiers": {"pro": {"limit": 5, "window": "1m"}}}}`,
 			[]string{`policy "login"`, `field "tiers"`, `unknown field "window"`}, strategy.ErrInvalidOption},
 		{"negative tier limit", `{"login": {` + ok + `, "tiers": {"pro": {"limit": -5}}}}`,
-			[]string{`policy "login"`, `field "tiers"`, `tier "pro"`, "Limit must be >= 0"}, strategy.ErrInvalidLimit},
+			[]string{`policy "login"`, `field "tiers.pro.limit"`, `tier "pro"`, "limit must be >= 0"}, strategy.ErrInvalidLimit},
 		{"shared namespace", `{"ab": {` + ok + `}, "b": {` + ok + `, "prefix": "rl:a"}}`,
 			[]string{`policy "b"`, `field "prefix"`, `"rl:ab:"`, `policy "ab"`}, strategy.ErrInvalidOption},
 	} {

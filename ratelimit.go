@@ -176,8 +176,11 @@ type Config struct {
 	Mode Mode
 	// Tiers are other limits for some subjects (free, pro...), by name:
 	// Limiter.Tier(name) decides under one. Each has Limit and Burst; its
-	// Window must be 0 or Config's. See Limiter.Tier for what a subject
-	// keeps when its tier changes. At most MaxTiers.
+	// Window must be 0 or Config's, and the algorithm must accept it as
+	// its own limit (compact log: at most compactlog.MaxLimit; see
+	// strategy.LimitValidator), or building the Limiter fails naming the
+	// tier. See Limiter.Tier for what a subject keeps when its tier
+	// changes. At most MaxTiers.
 	Tiers map[string]Limit
 
 	// When Redis fails (New and Wrap; see FailurePolicy and Breaker):
@@ -375,14 +378,10 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	if cfg.Algorithm == Multi || len(cfg.Rules) > 0 {
 		return buildMulti(rdb, cfg, so)
 	}
-	a, ok := algorithms[cfg.Algorithm]
-	if !ok {
-		names := make([]string, 0, len(algorithms)+1)
-		for _, n := range append(Algorithms(), Multi) {
-			names = append(names, fmt.Sprintf("%q", n))
-		}
-		return nil, fmt.Errorf("%w: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(cfg.Algorithm)))
+	if err := checkAlgorithm(cfg.Algorithm); err != nil {
+		return nil, err
 	}
+	a := algorithms[cfg.Algorithm]
 	switch {
 	case cfg.Shards < 0:
 		return nil, fmt.Errorf("%w: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)
@@ -402,6 +401,19 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	return mk(cfg.limit())
 }
 
+// checkAlgorithm reports whether a names an algorithm (Algorithms, or
+// Multi); the error lists the names.
+func checkAlgorithm(a Algorithm) error {
+	if _, ok := algorithms[a]; ok || a == Multi {
+		return nil
+	}
+	names := make([]string, 0, len(algorithms)+1)
+	for _, n := range append(Algorithms(), Multi) {
+		names = append(names, fmt.Sprintf("%q", n))
+	}
+	return fmt.Errorf("%w: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(a)))
+}
+
 // buildCompared returns the strategy cfg describes, with its candidate
 // beside it when it has one (see Config.Candidate), reporting each
 // comparison through rep.
@@ -419,7 +431,7 @@ func buildCompared(rdb redis.Scripter, cfg Config, o options, ev *evictions, rep
 	}
 	cand, err := build(rdb, cc, o, ev)
 	if err != nil {
-		return nil, fmt.Errorf("%w (Candidate)", err)
+		return nil, candidateError(err)
 	}
 	opts := []compare.Option{compare.WithReport(rep.report)}
 	if rdb == nil {
@@ -448,16 +460,35 @@ func (c Config) candidate() (Config, error) {
 		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
 	} {
 		if f.set {
-			return cc, fmt.Errorf("%w: Candidate: %s must be empty: a candidate is only an algorithm and its limit", strategy.ErrInvalidOption, f.name)
+			return cc, &fieldError{json: "candidate" + jsonSuffix(f.name),
+				err: fmt.Errorf("%w: Candidate: %s must be empty: a candidate is only an algorithm and its limit", strategy.ErrInvalidOption, f.name)}
 		}
 	}
 	if cc.Prefix == "" {
 		cc.Prefix = c.Prefix
 	}
 	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
-		return cc, fmt.Errorf("%w: Candidate: Prefix must differ from the policy's when Algorithm is the same (%q), or the two share keys", strategy.ErrInvalidOption, c.Algorithm)
+		return cc, &fieldError{json: "candidate.prefix",
+			err: fmt.Errorf("%w: Candidate: Prefix must differ from the policy's when Algorithm is the same (%q), or the two share keys", strategy.ErrInvalidOption, c.Algorithm)}
 	}
 	return cc, nil
+}
+
+// candidateError returns err, from building a candidate, as a *fieldError
+// naming the candidate's field at fault ("candidate.window").
+func candidateError(err error) error {
+	return &fieldError{json: "candidate" + jsonSuffix(policyError("", err).Field), err: fmt.Errorf("%w (Candidate)", err)}
+}
+
+// jsonSuffix returns "." and the JSON name of a Config field given by its
+// Go or JSON name, or "" when it has none.
+func jsonSuffix(field string) string {
+	for _, f := range configFields {
+		if f.goName == field || f.jsonName == field {
+			return "." + f.jsonName
+		}
+	}
+	return ""
 }
 
 // compareReport tells a Limiter's Observer of each comparison its

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"maps"
 	"reflect"
 	"strings"
@@ -232,6 +233,9 @@ var configFields = []struct{ goName, jsonName string }{
 // policyError returns err, from building policy name's Limiter, as a
 // *PolicyError naming the JSON field the message names first, if any.
 func policyError(name string, err error) *PolicyError {
+	if fe := (*fieldError)(nil); errors.As(err, &fe) {
+		return &PolicyError{Policy: name, Field: fe.json, Err: err}
+	}
 	msg := err.Error()
 	field, at := "", len(msg)
 	for _, f := range configFields {

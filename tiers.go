@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,35 +11,47 @@ import (
 )
 
 // withTiers builds l's tier Limiters (Config.Tiers), once, and sets l's
-// shadow mode.
+// shadow mode. Each tier's limit is checked by the strategy's own rules
+// (strategy.LimitValidator) when it has them, and by its FailLocal twin's,
+// so that a limit the algorithm refuses fails here, naming the tier, and
+// never at a call.
 func (l *Limiter) withTiers() (*Limiter, error) {
 	l.shadow = l.cfg.Mode == ModeShadow
 	if len(l.cfg.Tiers) == 0 {
 		return l, nil
 	}
 	if len(l.cfg.Tiers) > MaxTiers {
-		return nil, fmt.Errorf("%w: Tiers: want at most %d (MaxTiers), got %d", strategy.ErrInvalidOption, MaxTiers, len(l.cfg.Tiers))
+		return nil, &fieldError{json: "tiers", err: fmt.Errorf("%w: Tiers: want at most %d (MaxTiers), got %d", strategy.ErrInvalidOption, MaxTiers, len(l.cfg.Tiers))}
+	}
+	if _, ok := l.st.(strategy.LimitOverrider); !ok {
+		return nil, &fieldError{json: "tiers", err: fmt.Errorf("%w: Tiers: the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)}
 	}
 	window := l.st.Limit().Window
 	l.tiers = make(map[string]*Limiter, len(l.cfg.Tiers))
-	for name, lim := range l.cfg.Tiers {
+	names := make([]string, 0, len(l.cfg.Tiers))
+	for name := range l.cfg.Tiers {
+		names = append(names, name)
+	}
+	slices.Sort(names) // the first invalid tier by name, whatever the map's order
+	for _, name := range names {
+		lim := l.cfg.Tiers[name]
 		if err := validPolicyName(name); err != nil {
-			return nil, fmt.Errorf("%w: Tiers: %s", strategy.ErrInvalidOption, strings.TrimPrefix(err.Error(), strategy.ErrInvalidOption.Error()+": "))
+			return nil, &fieldError{json: "tiers", err: fmt.Errorf("%w: Tiers: %s", strategy.ErrInvalidOption, strings.TrimPrefix(err.Error(), strategy.ErrInvalidOption.Error()+": "))}
 		}
 		if lim.Window == 0 {
 			lim.Window = window
 		}
 		if lim.Window != window {
-			return nil, fmt.Errorf("%w: Tiers: tier %s: Window must be 0 or the policy's %s, got %s", strategy.ErrInvalidLimit, quote.Value(name), window, lim.Window)
-		}
-		if err := lim.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: Tiers: tier %s: %s", strategy.ErrInvalidLimit, quote.Value(name), strings.TrimPrefix(err.Error(), strategy.ErrInvalidLimit.Error()+": "))
+			return nil, &fieldError{json: "tiers." + name + ".window", err: fmt.Errorf("%w: Tiers: tier %s: Window must be 0 or the policy's %s, got %s", strategy.ErrInvalidLimit, quote.Value(name), window, lim.Window)}
 		}
 		t := *l
 		t.tiers = nil
 		t.tier, t.lim = name, lim
 		share := Config{Limit: lim.Limit, Burst: lim.Burst, LocalShare: l.cfg.LocalShare}.local()
 		t.localLim = strategy.Limit{Limit: share.Limit, Window: lim.Window, Burst: share.Burst}
+		if err := l.checkTier(name, lim, t.localLim); err != nil {
+			return nil, err
+		}
 		t.cfg.Limit, t.cfg.Burst = lim.Limit, lim.Burst
 		t.capacity = lim.Capacity()
 		if l.st.Limit().Burst == 0 { // the algorithm has no burst
@@ -46,10 +59,47 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 		}
 		l.tiers[name] = &t
 	}
-	if _, ok := l.st.(strategy.LimitOverrider); !ok {
-		return nil, fmt.Errorf("%w: Tiers: the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
-	}
 	return l, nil
+}
+
+// checkTier reports whether the strategy, and the FailLocal twin with the
+// tier's share local, can decide under the tier's limit lim, as a
+// *fieldError naming the tier's field at fault (Limit, or Burst when the
+// limit is valid without it).
+func (l *Limiter) checkTier(name string, lim, local strategy.Limit) error {
+	check := func(lim, local strategy.Limit) error {
+		if err := lim.Validate(); err != nil {
+			return err
+		}
+		if v, ok := l.st.(strategy.LimitValidator); ok {
+			if err := v.ValidateLimit(lim); err != nil {
+				return err
+			}
+		}
+		if l.fail != nil && l.fail.local != nil {
+			if v, ok := l.fail.local.(strategy.LimitValidator); ok {
+				if err := v.ValidateLimit(local); err != nil {
+					return fmt.Errorf("%w (FailLocal's twin, with LocalShare)", err)
+				}
+			}
+		}
+		return nil
+	}
+	err := check(lim, local)
+	if err == nil {
+		return nil
+	}
+	field := "Limit"
+	if lim.Burst != 0 && check(strategy.Limit{Limit: lim.Limit, Window: lim.Window}, strategy.Limit{Limit: local.Limit, Window: local.Window}) == nil {
+		field = "Burst"
+	}
+	sentinel := strategy.ErrInvalidLimit
+	if !errors.Is(err, sentinel) {
+		sentinel = strategy.ErrInvalidOption
+	}
+	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	return &fieldError{json: "tiers." + name + "." + strings.ToLower(field),
+		err: fmt.Errorf("%w: Tiers: tier %s: %s", sentinel, quote.Value(name), msg)}
 }
 
 // Tier returns the Limiter that decides under the limit of the named tier

@@ -447,8 +447,8 @@ func TestCandidatePolicy(t *testing.T) {
 		})
 	}
 	for _, bad := range []struct{ doc, want string }{
-		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "sliding_log", "limit": 2, "window": "1s"}}}`, "Prefix must differ"},
-		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2, "window": "1s", "mode": "shadow"}}}`, "Mode must be empty"},
+		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "sliding_log", "limit": 2, "window": "1s"}}}`, "prefix must differ"},
+		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2, "window": "1s", "mode": "shadow"}}}`, "mode must be empty"},
 		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2}}}`, `field "candidate.window"`},
 	} {
 		if _, err := ratelimit.ParsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {

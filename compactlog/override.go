@@ -60,3 +60,16 @@ func validate(base, lim strategy.Limit) error {
 	}
 	return checkLimit(lim)
 }
+
+var (
+	_ strategy.LimitValidator = (*Limiter)(nil)
+	_ strategy.LimitValidator = (*Local)(nil)
+)
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Limiter) ValidateLimit(lim strategy.Limit) error { return validate(l.b.Lim, lim) }
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Local) ValidateLimit(lim strategy.Limit) error { return validate(l.t.Lim, lim) }

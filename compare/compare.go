@@ -377,6 +377,33 @@ func (l *Limiter) PeekWith(ctx context.Context, key string, lim strategy.Limit) 
 	return o.PeekWith(ctx, key, lim)
 }
 
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator): the enforced strategy's verdict when it
+// implements strategy.LimitValidator, and errNoOverride when it cannot
+// decide under another limit at all. A candidate that decides under lim
+// too (it implements strategy.LimitOverrider and has lim's Window) must
+// accept it as well, or each of its comparisons under lim would be a
+// CandidateError; its error says "candidate".
+func (l *Limiter) ValidateLimit(lim strategy.Limit) error {
+	if _, ok := l.enforced.(strategy.LimitOverrider); !ok {
+		return errNoOverride
+	}
+	if v, ok := l.enforced.(strategy.LimitValidator); ok {
+		if err := v.ValidateLimit(lim); err != nil {
+			return err
+		}
+	}
+	_, overrides := l.candidate.(strategy.LimitOverrider)
+	if v, ok := l.candidate.(strategy.LimitValidator); ok && overrides && l.candidate.Limit().Window == lim.Window {
+		if err := v.ValidateLimit(lim); err != nil {
+			return fmt.Errorf("%w (candidate)", err)
+		}
+	}
+	return nil
+}
+
+var _ strategy.LimitValidator = (*Limiter)(nil)
+
 var errNoOverride = fmt.Errorf("%w: compare: the enforced strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
 
 // RefundN gives back up to n units of key on the enforced strategy, and on

@@ -145,3 +145,22 @@ func (l *Local) decideWith(v *tat, s scale, own bool, windowMs, now, n int64) (s
 	}
 	return res, expires
 }
+
+var (
+	_ strategy.LimitValidator = (*Limiter)(nil)
+	_ strategy.LimitValidator = (*Local)(nil)
+)
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Limiter) ValidateLimit(lim strategy.Limit) error {
+	_, err := overrideScale(l.b.Lim, lim)
+	return err
+}
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Local) ValidateLimit(lim strategy.Limit) error {
+	_, err := overrideScale(l.t.Lim, lim)
+	return err
+}

@@ -380,6 +380,12 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "slidinglog", backends: "local",
 	},
 	{
+		name:     "facade: a per-call limit error treated as a backend error",
+		file:     "failure.go",
+		edits:    []edit{{old: `errors.Is(err, strategy.ErrInvalidLimit) || `, new: ``}},
+		subjects: "compactlog", backends: "local",
+	},
+	{
 		name:     "batch: replies handed to the wrong callers of a pipeline",
 		file:     "batch/batch.go",
 		edits:    []edit{{old: `cl.cmd = cmds[i]`, new: `cl.cmd = cmds[len(cmds)-1-i] // MUTANT`}},

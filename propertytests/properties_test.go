@@ -118,6 +118,12 @@ var properties = []property{
 		custom: shadowProp, // shadow_test.go
 	},
 	{
+		// the one algorithm that refuses, at every window, a limit that
+		// Limit.Validate accepts (above compactlog.MaxLimit)
+		name: "caller_errors", backends: mainBackends, applies: func(s subject) bool { return s.name == "compactlog" },
+		custom: callerErrorProp, // callererror_test.go
+	},
+	{
 		name: "ttl", backends: redisBackends,
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,

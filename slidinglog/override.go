@@ -46,3 +46,20 @@ func (l *Local) AllowNWith(ctx context.Context, key string, n int64, lim strateg
 func (l *Local) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
 	return l.AllowNWith(ctx, key, 0, lim)
 }
+
+var (
+	_ strategy.LimitValidator = (*Limiter)(nil)
+	_ strategy.LimitValidator = (*Local)(nil)
+)
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Limiter) ValidateLimit(lim strategy.Limit) error {
+	return strategy.ValidateOverride(l.b.Lim, lim)
+}
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Local) ValidateLimit(lim strategy.Limit) error {
+	return strategy.ValidateOverride(l.t.Lim, lim)
+}

@@ -58,3 +58,18 @@ func ValidateOverride(base, lim Limit) error {
 	}
 	return lim.Validate()
 }
+
+// LimitValidator is implemented by strategies that can tell whether they
+// can decide a call under lim (LimitOverrider) without making one:
+// ValidateLimit returns the error AllowNWith and PeekWith would return for
+// lim (wrapping ErrInvalidLimit and naming the field), or nil. It applies
+// the algorithm's own bounds besides ValidateOverride's (compactlog's
+// MaxLimit, the token bucket's and GCRA's exact arithmetic, the sliding
+// counter's MaxProduct), touches no state and allocates nothing when lim is
+// valid. The algorithms of this module implement it, on Redis and as local
+// twins, and so does compare. A caller that knows its per-call limits in
+// advance (the facade's tiers) checks them once, at construction, so that a
+// limit the algorithm refuses never reaches a call.
+type LimitValidator interface {
+	ValidateLimit(lim Limit) error
+}

@@ -78,6 +78,21 @@ func Overrides[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLo
 					t.Errorf("after refused calls: Remaining %d, want 5 (nothing recorded)", r.Remaining)
 				}
 			})
+			t.Run("validate", func(t *testing.T) {
+				// ValidateLimit says ahead what AllowNWith would say
+				o, st, _ := build(t)
+				v, ok := st.(strategy.LimitValidator)
+				if !ok {
+					t.Fatalf("%T does not implement strategy.LimitValidator", st)
+				}
+				for _, lim := range []strategy.Limit{free, pro, strategy.PerSecond(5), {Limit: -1, Window: time.Minute},
+					{Limit: 5, Window: time.Minute, Burst: -1}, {Limit: 5}, {Limit: strategy.MaxUnits, Window: time.Minute}} {
+					_, want := o.PeekWith(ctx, "user:1", lim)
+					if got := v.ValidateLimit(lim); (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+						t.Errorf("ValidateLimit(%+v) = %v; want PeekWith's error, %v", lim, got, want)
+					}
+				}
+			})
 			t.Run("upgrade", func(t *testing.T) {
 				o, st, _ := build(t)
 				if r := allowN(t, st, "user:1", 5); !r.Allowed {
