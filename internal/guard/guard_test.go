@@ -146,3 +146,34 @@ func TestCallerEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedDeadlineIsNearTheAskedOne checks, by the deadline the strategy
+// sees, that a shared deadline falls within a small slack of the one asked
+// for (the guard's timeout from the call): timeout/256, at least 1 ms.
+func TestSharedDeadlineIsNearTheAskedOne(t *testing.T) {
+	var seen time.Time
+	record := fn(func(ctx context.Context) (strategy.Result, error) {
+		seen, _ = ctx.Deadline()
+		return strategy.Result{}, nil
+	})
+	valued := context.WithValue(context.Background(), ctxKey{}, "v")
+	for _, timeout := range []time.Duration{10 * time.Millisecond, time.Second, 250 * time.Millisecond, time.Minute} {
+		for _, inline := range []bool{true, false} {
+			t.Run(fmt.Sprintf("timeout=%v/inline=%v", timeout, inline), func(t *testing.T) {
+				slack := max(timeout/256, time.Millisecond)
+				g := New(timeout, inline)
+				for i := range 3 { // the first call makes the shared deadline, the others may share it
+					before := time.Now()
+					if _, err := g.Call(valued, record, Call{Op: Allow, Key: "k", N: 1}); err != nil {
+						t.Fatal(err)
+					}
+					after := time.Now()
+					if lo, hi := before.Add(timeout), after.Add(timeout+slack); seen.Before(lo) || seen.After(hi) {
+						t.Errorf("timeout %v call %d: deadline %v after the call began, want within [%v, %v]",
+							timeout, i, seen.Sub(before), timeout, after.Sub(before)+timeout+slack)
+					}
+				}
+			})
+		}
+	}
+}
