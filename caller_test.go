@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -154,6 +160,75 @@ func TestCallerEndsTheCall(t *testing.T) {
 			}
 			if s := b.State(); s != ratelimit.BreakerOpen {
 				t.Errorf("breaker %v after a Timeout, want open", s)
+			}
+		})
+	}
+}
+
+// With Redis paused, every decision of a caller whose deadline (50ms) is
+// sooner than Timeout (1s) is the caller's: an error wrapping
+// context.DeadlineExceeded and not ErrBackend, no policy, no breaker
+// count; directly and batched.
+func TestCallerDeadlineWithRedisPaused(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			srv := testredis.Start(t)
+			raw := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, PoolSize: 32})
+			t.Cleanup(func() { raw.Close() })
+			var rdb redis.Scripter = raw
+			if batched {
+				bc, err := batch.New(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { bc.Close() })
+				rdb = bc
+			}
+			b := mustBreaker(t, 1, time.Hour)
+			rec := &decisionLog{}
+			l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1000, Window: time.Minute, Timeout: time.Second},
+				ratelimit.WithBreaker(b), ratelimit.WithObserver(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const callers, rounds = 8, 5
+			var wg sync.WaitGroup
+			for i := range callers { // connections made, script loaded
+				wg.Go(func() {
+					if _, err := l.Allow(context.Background(), fmt.Sprintf("warm%d", i)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if err := srv.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Signal(syscall.SIGCONT) })
+			for round := range rounds {
+				for i := range callers {
+					wg.Go(func() {
+						ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+						defer cancel()
+						r, err := l.Allow(ctx, fmt.Sprintf("k%d", i))
+						if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, strategy.ErrBackend) || r.Degraded || r.Allowed {
+							t.Errorf("batched %v round %d caller %d: %+v, %v; want the caller's deadline as the error, not ErrBackend, no policy",
+								batched, round, i, r, err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			if s := b.State(); s != ratelimit.BreakerClosed {
+				t.Errorf("batched %v: breaker %v, want closed: the callers' deadlines are not Redis failures", batched, s)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			for _, d := range rec.ds {
+				if d.Degraded {
+					t.Errorf("batched %v: a degraded decision observed (Cause %v), want none", batched, d.Cause)
+					break
+				}
 			}
 		})
 	}
