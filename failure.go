@@ -246,7 +246,7 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	}
 	// A caller that has given up gets its context's error, as from any Go
 	// call: that is not a failure of Redis, and no policy applies.
-	if err := guard.Ended(ctx, false); err != nil {
+	if err := guard.Ended(ctx, true); err != nil { // a deadline already past bounds any call
 		return Result{}, outcome{}, err
 	}
 	cache := f.deny != nil && op == opAllow
