@@ -18,7 +18,8 @@ import (
 func TestQueuedCallerLeavesOnItsOwnContext(t *testing.T) {
 	canceled := func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
 	deadline := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		// long enough for the caller to be queued first on a loaded machine
+		return context.WithTimeout(context.Background(), time.Second)
 	}
 	for _, tc := range []struct {
 		name string
