@@ -26,7 +26,11 @@ import (
 //
 // The caller's own context is not Redis failing: when it is canceled, or
 // its deadline (sooner than Timeout) passes first, the decision returns
-// with an error wrapping ctx.Err() and no policy applies.
+// with an error wrapping ctx.Err() (context.DeadlineExceeded once the
+// clock reaches the deadline, even when Redis's i/o timeout at that
+// deadline arrives a moment before ctx reports it), never
+// strategy.ErrBackend; no policy applies, the breaker does not count it,
+// and the Observer sees it as Decision.Err, not as a degraded decision.
 //
 // The zero value "" means FailOpen: an outage of the limiter's store must
 // not become an outage of every service that imports it unless its owner
@@ -253,8 +257,8 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	}
 	// A caller that has given up gets its context's error, as from any Go
 	// call: that is not a failure of Redis, and no policy applies.
-	if err := ctx.Err(); err != nil {
-		return Result{}, outcome{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+	if err := guard.Ended(ctx, true); err != nil { // a deadline already past bounds any call
+		return Result{}, outcome{}, err
 	}
 	cache := f.deny != nil && op == opAllow
 	if cache && n <= strategy.MaxUnits { // only valid keys are ever cached
@@ -290,9 +294,9 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 		return Result{}, outcome{}, err
 	}
 	f.breaker.done(probe, classify(ctx, err))
-	if err != nil && ctx.Err() != nil {
+	if err != nil && guard.IsEnded(err) {
 		// the caller's own deadline or cancellation ended the wait
-		return Result{}, outcome{cause: err}, err
+		return Result{}, outcome{}, err
 	}
 	if err != nil {
 		return l.degrade(ctx, op, key, n), outcome{degraded: true, cause: err}, nil
@@ -372,7 +376,7 @@ func classify(ctx context.Context, err error) callOutcome {
 	if err == nil || callerError(err) {
 		return callAnswered
 	}
-	if ctx.Err() != nil {
+	if guard.IsEnded(err) || ctx.Err() != nil {
 		return callAbandoned
 	}
 	var re redis.Error

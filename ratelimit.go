@@ -562,7 +562,8 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
 
 // Reset forgets key, in Redis and in this process (denial cache, FailLocal
 // twin). Unlike a decision it has no failure policy: when Redis fails, or
-// the breaker is open, it returns an error wrapping strategy.ErrBackend.
+// the breaker is open, it returns an error wrapping strategy.ErrBackend;
+// when ctx ends first, an error wrapping ctx.Err() (see FailurePolicy).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	var start time.Time
 	if l.obs != nil {

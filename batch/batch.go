@@ -48,6 +48,10 @@ const (
 // that is closed.
 var ErrClosed = errors.New("batch: client closed")
 
+// errClosedInFlight is the error of a call whose pipeline was in flight
+// when the Client closed.
+var errClosedInFlight = fmt.Errorf("%w: the call was in flight, its reply is discarded (it may have run)", ErrClosed)
+
 // ErrQueueFull is the error of a call that finds MaxQueue calls already
 // waiting for a pipeline to the same node: Redis is not keeping up, and
 // waiting longer would only add latency.
@@ -118,10 +122,10 @@ type Client struct {
 	maxBatch int
 	maxQueue int
 
-	ctx    context.Context // canceled by Close; the pipelines' base context
-	cancel context.CancelFunc
-	closed atomic.Bool
-	wg     sync.WaitGroup // flushers
+	ctx      context.Context // canceled by Close; the pipelines' base context
+	cancel   context.CancelFunc
+	closed   atomic.Bool
+	flushers flushers
 
 	lanesMu sync.RWMutex
 	lanes   map[*redis.Client]*lane
@@ -181,10 +185,19 @@ func New(rdb redis.Scripter, opts ...Option) (*Client, error) {
 // Client on the caller's goroutine rather than on a worker.
 func (c *Client) HonoursContext() bool { return c.honours }
 
-// Close stops the Client: calls waiting for a pipeline and calls made later
-// fail with ErrClosed, pipelines in flight are canceled, and Close returns
-// once the Client's goroutines have exited. It does not close the
-// underlying client. It is safe to call more than once.
+// Close stops the Client: calls made later, calls waiting for a pipeline
+// and callers of pipelines in flight return at once with errors wrapping
+// ErrClosed (the replies of calls in flight are discarded; those calls may
+// have run). Close returns once the Client's goroutines that are not
+// waiting on Redis have exited; it never waits for Redis, which go-redis
+// does not let a context interrupt (it applies deadlines to the socket,
+// not cancellation). A pipeline in flight to a node that hangs holds its
+// goroutine and connection until go-redis gives up on it (the callers'
+// latest deadline with ContextTimeoutEnabled, else ReadTimeout) or the
+// underlying client is closed; it then exits without touching the Client.
+// A call sent alone runs on its caller's goroutine, not the Client's, and
+// returns when go-redis does. Close does not close the underlying client.
+// It is safe to call more than once.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
@@ -199,8 +212,62 @@ func (c *Client) Close() error {
 	for _, l := range lanes {
 		l.close()
 	}
-	c.wg.Wait()
+	c.flushers.wait()
 	return nil
+}
+
+// flushers counts the flushers that Close waits for: those started and not
+// in a send. A flusher in a send may wait on Redis for as long as go-redis
+// does; it leaves the count while it sends, and exits after the send when
+// the Client has closed meanwhile.
+type flushers struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	zero   chan struct{} // closed once closed and n is 0
+}
+
+// add counts k flushers starting. The lane they serve is not closed, so
+// Close has not begun waiting.
+func (f *flushers) add(k int) {
+	f.mu.Lock()
+	f.n += k
+	f.mu.Unlock()
+}
+
+// leave uncounts a flusher that exits or starts a send.
+func (f *flushers) leave() {
+	f.mu.Lock()
+	f.n--
+	if f.closed && f.n == 0 {
+		close(f.zero)
+	}
+	f.mu.Unlock()
+}
+
+// back counts again a flusher whose send returned, and reports false,
+// counting nothing, when the Client has closed: the flusher must exit.
+func (f *flushers) back() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.n++
+	return true
+}
+
+// wait waits until no counted flusher is left; none is added afterwards.
+func (f *flushers) wait() {
+	f.mu.Lock()
+	f.closed = true
+	f.zero = make(chan struct{})
+	if f.n == 0 {
+		close(f.zero)
+	}
+	zero := f.zero
+	f.mu.Unlock()
+	<-zero
 }
 
 // EvalSha runs the script with SHA1 digest sha1 in a pipeline shared with
@@ -317,7 +384,8 @@ func (c *Client) lane(node *redis.Client) *lane {
 }
 
 // call is one script call. Its state moves once from queued to sent (a
-// flusher took it) or to dropped (its caller left first).
+// flusher took it), to dropped (its caller left first) or to closed (the
+// Client closed first).
 type call struct {
 	ctx   context.Context
 	sha   string
@@ -333,6 +401,7 @@ const (
 	callQueued int32 = iota
 	callSent
 	callDropped
+	callClosed
 )
 
 // lane is the queue of one Redis node.
@@ -344,6 +413,7 @@ type lane struct {
 
 	mu       sync.Mutex
 	queue    []*call
+	dropped  int // calls in queue whose callers left (state callDropped)
 	solo     int // calls sent alone, in flight
 	piped    int // flushers handed a slot: pipelines in flight or about to be
 	flushers bool
@@ -369,14 +439,19 @@ func (l *lane) do(ctx context.Context, cl *call) *redis.Cmd {
 		var out [1]*redis.Cmd
 		l.send(ctx, one[:], out[:])
 		l.release()
-		return out[0]
+		return settle(ctx, out[0])
 	}
-	if len(l.queue) >= l.c.maxQueue {
+	// The bound counts only the calls whose callers still wait: the others
+	// leave the queue when a flusher meets them, or when they are the
+	// greater part of it (amortized: each compaction follows as many
+	// departures as it keeps calls), never by a scan per call.
+	if n := len(l.queue) - l.dropped; n >= l.c.maxQueue {
+		l.mu.Unlock()
+		return errCmd(ctx, fmt.Errorf("%w (%d calls waiting)", ErrQueueFull, n))
+	}
+	if l.dropped > len(l.queue)/2 {
 		l.queue = compact(l.queue)
-		if n := len(l.queue); n >= l.c.maxQueue {
-			l.mu.Unlock()
-			return errCmd(ctx, fmt.Errorf("%w (%d calls waiting)", ErrQueueFull, n))
-		}
+		l.dropped = 0
 	}
 	cl.done = make(chan struct{})
 	l.queue = append(l.queue, cl)
@@ -384,18 +459,68 @@ func (l *lane) do(ctx context.Context, cl *call) *redis.Cmd {
 	l.mu.Unlock()
 	select {
 	case <-cl.done:
-		return cl.cmd
+		return settle(ctx, cl.cmd)
 	case <-ctx.Done():
-		if cl.state.CompareAndSwap(callQueued, callDropped) {
+		if l.drop(cl) {
 			return errCmd(ctx, ctx.Err()) // never sent
 		}
 		select {
 		case <-cl.done:
-			return cl.cmd
+			return settle(ctx, cl.cmd)
 		default:
 			return errCmd(ctx, ctx.Err()) // sent: its reply is discarded
 		}
+	case <-l.c.ctx.Done(): // Close
+		if l.drop(cl) || cl.state.Load() == callClosed {
+			return errCmd(ctx, ErrClosed) // never sent
+		}
+		select {
+		case <-cl.done:
+			return settle(ctx, cl.cmd)
+		default:
+			return errCmd(ctx, errClosedInFlight)
+		}
 	}
+}
+
+// drop takes cl, queued, out of the calls to send, and reports false when
+// a flusher or Close took it first.
+func (l *lane) drop(cl *call) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !cl.state.CompareAndSwap(callQueued, callDropped) {
+		return false
+	}
+	if !l.closed {
+		l.dropped++
+	}
+	return true
+}
+
+// settle returns cmd, the reply of a call made under ctx, with a failure
+// that ctx's end caused said so: a network error that came once ctx was
+// canceled, or once the clock reached its deadline (a socket's read
+// deadline set to it fires a moment before ctx's timer), wraps ctx's
+// error, as go-redis's own errors do when it does not re-send.
+func settle(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	err := cmd.Err()
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return cmd
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) || errors.Is(err, ErrClosed) {
+		return cmd // Redis answered, or the Client closed: not the context's doing
+	}
+	cerr := ctx.Err()
+	if cerr == nil {
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			cerr = context.DeadlineExceeded
+		}
+	}
+	if cerr != nil {
+		cmd.SetErr(fmt.Errorf("%w: %w", cerr, err))
+	}
+	return cmd
 }
 
 // compact drops the calls whose callers left.
@@ -419,7 +544,7 @@ func (l *lane) startPipe() {
 	l.piped++
 	if !l.flushers {
 		l.flushers = true
-		l.c.wg.Add(l.c.pipes)
+		l.c.flushers.add(l.c.pipes)
 		for range l.c.pipes {
 			go l.flush()
 		}
@@ -437,14 +562,15 @@ func (l *lane) release() {
 }
 
 // flush runs pipelines, one at a time, each time it is handed a slot, until
-// the queue is empty; it exits when the Client closes.
+// the queue is empty; it exits when the Client closes, or after its send
+// when the Client closed during it.
 func (l *lane) flush() {
-	defer l.c.wg.Done()
 	var batch []*call
 	for {
 		select {
 		case <-l.kick:
 		case <-l.c.ctx.Done():
+			l.c.flushers.leave()
 			return
 		}
 		for {
@@ -452,8 +578,12 @@ func (l *lane) flush() {
 			if len(batch) == 0 {
 				break
 			}
+			l.c.flushers.leave() // Close does not wait on Redis
 			l.exec(batch)
 			clear(batch)
+			if !l.c.flushers.back() {
+				return
+			}
 		}
 	}
 }
@@ -467,6 +597,8 @@ func (l *lane) take(batch []*call) []*call {
 	for ; i < len(l.queue) && len(batch) < l.c.maxBatch; i++ {
 		if l.queue[i].state.CompareAndSwap(callQueued, callSent) {
 			batch = append(batch, l.queue[i])
+		} else {
+			l.dropped-- // only its caller takes a queued call out
 		}
 	}
 	n := copy(l.queue, l.queue[i:])
@@ -495,10 +627,10 @@ func (l *lane) close() {
 	l.mu.Lock()
 	l.closed = true
 	q := l.queue
-	l.queue = nil
+	l.queue, l.dropped = nil, 0
 	l.mu.Unlock()
 	for _, cl := range q {
-		if cl.state.CompareAndSwap(callQueued, callSent) {
+		if cl.state.CompareAndSwap(callQueued, callClosed) {
 			cl.cmd = errCmd(cl.ctx, ErrClosed)
 			close(cl.done)
 		}

@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -44,6 +45,59 @@ func BenchmarkSerial(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkRejectFullQueue measures a call refused with ErrQueueFull while
+// MaxQueue calls wait behind a paused Redis: its cost must not grow with
+// the queue (compare queue=100 with queue=10000).
+func BenchmarkRejectFullQueue(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run("queue="+strconv.Itoa(n), func(b *testing.B) {
+			s := testredis.Start(b)
+			raw := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true, ReadTimeout: -1})
+			b.Cleanup(func() { raw.Close() })
+			rdb, err := batch.New(raw, batch.WithMaxInFlight(1), batch.WithMaxQueue(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { rdb.Close() })
+			ctx := context.Background()
+			if err := echo.Load(ctx, raw).Err(); err != nil {
+				b.Fatal(err)
+			}
+			p := &pipes{}
+			raw.AddHook(p)
+			pause(b, s)
+			go echo.Run(ctx, rdb, []string{"blocker"}, "x") // holds the only slot until Redis resumes
+			sent(b, p, 1)
+			waiting, leave := context.WithCancel(ctx)
+			b.Cleanup(leave) // before Redis resumes
+			for i := range n {
+				go echo.Run(waiting, rdb, []string{"q" + strconv.Itoa(i)}, "x")
+			}
+			queued(b, rdb, n)
+			keys, sha := []string{"refused"}, echo.Hash()
+			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := rdb.EvalSha(ctx, sha, keys, "x").Err(); !errors.Is(err, batch.ErrQueueFull) {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := rdb.EvalSha(ctx, sha, keys, "x").Err(); !errors.Is(err, batch.ErrQueueFull) {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
 		})
 	}
 }

@@ -46,12 +46,19 @@
 //   - A caller whose context ends returns at once with the context's
 //     error; if its call was still queued it is dropped, never sent (it
 //     spends no quota); if it was sent, its reply is discarded. The others
-//     in its pipeline are not held back.
-//   - Close fails queued calls with ErrClosed, cancels pipelines in flight
-//     and returns once the Client's goroutines (half of MaxInFlight per
-//     node, started on the first queued call) have exited.
+//     in its pipeline are not held back. A call that fails as its caller's
+//     deadline is reached (the socket's i/o timeout at that deadline)
+//     fails with an error wrapping context.DeadlineExceeded.
+//   - Close fails queued calls with ErrClosed, releases the callers of
+//     pipelines in flight with an error wrapping ErrClosed (their calls
+//     may have run), and returns once the Client's goroutines (half of
+//     MaxInFlight per node, started on the first queued call) have exited
+//     or are in a send: it never waits on Redis, which go-redis does not
+//     let a context interrupt. A goroutine in a send to a node that hangs
+//     exits when go-redis gives up on it (see Client.Close).
 //   - At most MaxQueue calls wait per node; more fail at once with
-//     ErrQueueFull.
+//     ErrQueueFull. Calls whose callers left do not count, and refusing a
+//     call costs the same whatever the queue's length.
 //
 // # When to turn it on
 //

@@ -62,9 +62,14 @@
 // field, whose remaining count nobody knows then. An error that does reach
 // the middleware (the request's context ended before the decision, a key
 // that cannot be derived, an invalid cost, a Limiter without a failure
-// policy) goes to the ErrorHandler: by default 503 Service Unavailable when
-// it wraps strategy.ErrBackend (as the facade's context errors do), 500
-// otherwise. PassThrough serves such requests unlimited instead.
+// policy) goes to the ErrorHandler. DefaultErrorHandler answers a request
+// whose own context was canceled (the client went away) with
+// StatusClientClosedRequest (499) and no body, one whose context's
+// deadline passed with 503 Service Unavailable as http.TimeoutHandler
+// does, a failure of the limiter's store (strategy.ErrBackend) with 503,
+// anything else with 500. None of the first two is a failure of the store:
+// the facade reports them as the caller's, not as strategy.ErrBackend.
+// PassThrough serves such requests unlimited instead.
 //
 // # Reloads
 //
@@ -116,15 +121,50 @@ type ErrorHandler func(w http.ResponseWriter, r *http.Request, next http.Handler
 // derived: an unparsable RemoteAddr, or a KeyFunc's error.
 var ErrKey = errors.New("httplimit: no key for the request")
 
-// DefaultErrorHandler answers 503 Service Unavailable when err wraps
-// strategy.ErrBackend (the limiter's store failed), 500 Internal Server
-// Error otherwise. The body says no more than that.
+// StatusClientClosedRequest is the status DefaultErrorHandler sets, with
+// no body, for a request whose context was canceled before its decision:
+// the client went away, so nobody reads the response, and the status
+// (nginx's 499 Client Closed Request) tells access logs and metrics that
+// it was neither served nor a failure of the server.
+const StatusClientClosedRequest = 499
+
+// DefaultErrorHandler answers a request whose limit could not be decided:
+//   - its context canceled (the client went away): StatusClientClosedRequest,
+//     no body;
+//   - its context's deadline passed: 503 Service Unavailable, "request
+//     deadline exceeded", as http.TimeoutHandler answers;
+//   - the limiter's store failed (err wraps strategy.ErrBackend): 503
+//     Service Unavailable, "rate limiter unavailable";
+//   - anything else: 500 Internal Server Error.
+//
+// The body says no more than that.
 func DefaultErrorHandler(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	switch callerEnded(r, err) {
+	case context.Canceled:
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	case context.DeadlineExceeded:
+		http.Error(w, "request deadline exceeded", http.StatusServiceUnavailable)
+		return
+	}
 	if errors.Is(err, strategy.ErrBackend) {
 		http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
 		return
 	}
 	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+}
+
+// callerEnded returns context.Canceled or context.DeadlineExceeded when err
+// is the end of r's own context, nil otherwise: the facade's error for it
+// wraps the context's error and not strategy.ErrBackend; a strategy's
+// wraps both, and is the request's when r's context has ended.
+func callerEnded(r *http.Request, err error) error {
+	for _, e := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, e) && (!errors.Is(err, strategy.ErrBackend) || errors.Is(r.Context().Err(), e)) {
+			return e
+		}
+	}
+	return nil
 }
 
 // PassThrough is an ErrorHandler that serves the request unlimited, without

@@ -435,8 +435,10 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-// A request whose context has ended (the client left) is not decided: the
-// facade returns ctx's error, and the ErrorHandler gets it.
+// A request whose context has ended is not decided: the facade returns
+// ctx's error (not strategy.ErrBackend), and the ErrorHandler gets it. The
+// default answers a client that went away with 499 and no body, a request
+// past its deadline with 503, and neither is reported as the store failing.
 func TestCanceledRequest(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -453,15 +455,66 @@ func TestCanceledRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range []struct {
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		want     error
+		wantCode int
+		wantBody string
+	}{
+		{"canceled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, context.Canceled, httplimit.StatusClientClosedRequest, ""},
+		{"deadline passed", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}, context.DeadlineExceeded, http.StatusServiceUnavailable, "request deadline exceeded\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen = nil
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			r := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
+			w := httptest.NewRecorder()
+			m.Handler(ok).ServeHTTP(w, r)
+			if !errors.Is(seen, tc.want) || errors.Is(seen, strategy.ErrBackend) {
+				t.Errorf("%s: error %v, want %v and not ErrBackend", tc.name, seen, tc.want)
+			}
+			if w.Code != tc.wantCode || w.Body.String() != tc.wantBody || w.Header().Get("RateLimit") != "" {
+				t.Errorf("%s: status %d, body %q, RateLimit %q; want %d, %q, no header", tc.name, w.Code, w.Body.String(), w.Header().Get("RateLimit"), tc.wantCode, tc.wantBody)
+			}
+			if keys := mr.Keys(); len(keys) != 0 {
+				t.Errorf("%s: keys %q; a request that was not decided must record nothing", tc.name, keys)
+			}
+		})
+	}
+}
+
+// A Limiter without a failure policy (a bare strategy) wraps the request's
+// own cancellation in strategy.ErrBackend: the default still sees that the
+// request's context ended, and answers 499, not 503.
+func TestDefaultErrorHandlerSeesTheRequestsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
-	w := httptest.NewRecorder()
-	m.Handler(ok).ServeHTTP(w, r)
-	if !errors.Is(seen, context.Canceled) || w.Code != http.StatusServiceUnavailable || w.Header().Get("RateLimit") != "" {
-		t.Fatalf("canceled request: error %v, status %d, RateLimit %q; want context.Canceled, 503, no header", seen, w.Code, w.Header().Get("RateLimit"))
-	}
-	if keys := mr.Keys(); len(keys) != 0 {
-		t.Fatalf("keys %q; a request that was not decided must record nothing", keys)
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		err      error
+		wantCode int
+	}{
+		{"canceled request, backend-wrapped", ctx, fmt.Errorf("%w: %w", strategy.ErrBackend, context.Canceled), httplimit.StatusClientClosedRequest},
+		{"live request, backend-wrapped cancellation", context.Background(), fmt.Errorf("%w: %w", strategy.ErrBackend, context.Canceled), http.StatusServiceUnavailable},
+		{"live request, backend failure", context.Background(), fmt.Errorf("%w: connection refused", strategy.ErrBackend), http.StatusServiceUnavailable},
+		{"live request, other error", context.Background(), errors.New("boom"), http.StatusInternalServerError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil).WithContext(tc.ctx)
+			w := httptest.NewRecorder()
+			httplimit.DefaultErrorHandler(w, r, ok, tc.err)
+			if w.Code != tc.wantCode {
+				t.Errorf("%s: status %d, want %d", tc.name, w.Code, tc.wantCode)
+			}
+		})
 	}
 }

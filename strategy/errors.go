@@ -15,6 +15,11 @@ var (
 	ErrInvalidOption = errors.New("ratelimit: invalid option")
 	// ErrBackend: the backend (Redis) failed or answered something the
 	// strategy does not understand. The underlying error is wrapped too, so
-	// errors.Is(err, context.DeadlineExceeded) works.
+	// errors.Is(err, context.DeadlineExceeded) works. A strategy called
+	// directly cannot tell its caller's context ending from the backend
+	// failing, and wraps both; a Limiter built by ratelimit.New or
+	// ratelimit.Wrap returns the caller's own cancellation or deadline as
+	// an error wrapping ctx.Err() alone, so that there ErrBackend always
+	// means the backend.
 	ErrBackend = errors.New("ratelimit: backend error")
 )

@@ -96,40 +96,80 @@ func (g *Guard) Inline() bool { return g.inline }
 // Call makes c on st with a deadline of the guard's timeout, or ctx's
 // deadline when sooner, and returns by that deadline whatever st does. An
 // error that the timeout caused wraps strategy.ErrBackend and
-// context.DeadlineExceeded; one that ctx caused wraps ctx.Err().
+// context.DeadlineExceeded. One that the caller caused, because ctx was
+// canceled or its deadline (sooner than the timeout) was reached, is an
+// error of Ended's: it wraps ctx's error, never strategy.ErrBackend, even
+// when the backend's error (an i/o timeout at that deadline) came first.
 func (g *Guard) Call(ctx context.Context, st strategy.Strategy, c Call) (strategy.Result, error) {
-	ctx2, cancel := g.context(ctx)
+	ctx2, cancel, callers := g.context(ctx)
 	if cancel != nil {
 		defer cancel()
 	}
 	if g.inline {
 		r, err := Do(ctx2, st, c)
-		return g.reply(ctx, r, err)
+		return g.reply(ctx, callers, r, err)
 	}
 	j := g.pool.start(ctx2, st, c)
 	select {
 	case rep := <-j.out:
-		return g.reply(ctx, rep.r, rep.err)
+		return g.reply(ctx, callers, rep.r, rep.err)
 	case <-ctx2.Done():
 		if !j.abandon() { // the reply came as the deadline passed
 			rep := <-j.out
-			return g.reply(ctx, rep.r, rep.err)
+			return g.reply(ctx, callers, rep.r, rep.err)
 		}
-		if err := ctx.Err(); err != nil {
-			return strategy.Result{}, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		if err := Ended(ctx, callers); err != nil {
+			return strategy.Result{}, err
 		}
 		return strategy.Result{}, g.timedOut()
 	}
 }
 
-// reply returns a call's reply, its error said to be the timeout's when
-// the guard's deadline (not the caller's ctx) ended it.
-func (g *Guard) reply(ctx context.Context, r strategy.Result, err error) (strategy.Result, error) {
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+// reply returns a call's reply, its error said to be the caller's when
+// ctx ended it (see Ended), the timeout's when the guard's deadline did.
+func (g *Guard) reply(ctx context.Context, callers bool, r strategy.Result, err error) (strategy.Result, error) {
+	if err == nil {
+		return r, nil
+	}
+	if e := Ended(ctx, callers); e != nil {
+		return strategy.Result{}, e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return strategy.Result{}, g.timedOut()
 	}
 	return r, err
 }
+
+// Ended returns the error of a call that ctx, the caller's context, ended,
+// or nil while it has not: ctx.Err() once ctx reports it, or
+// context.DeadlineExceeded once the clock has reached ctx's deadline when
+// deadline says that deadline bounded the call (a socket's read deadline
+// set to it fires a moment before ctx's own timer). The error wraps the
+// context's, never strategy.ErrBackend: a caller that gave up says nothing
+// about the backend. IsEnded tells it apart.
+func Ended(ctx context.Context, deadline bool) error {
+	if err := ctx.Err(); err != nil {
+		return &ended{err: err}
+	}
+	if deadline {
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			return &ended{err: context.DeadlineExceeded}
+		}
+	}
+	return nil
+}
+
+// IsEnded reports whether err is a call's that its caller ended (Ended).
+func IsEnded(err error) bool {
+	var e *ended
+	return errors.As(err, &e)
+}
+
+// ended is the error of a call that its caller's context ended.
+type ended struct{ err error }
+
+func (e *ended) Error() string { return "ratelimit: no decision: " + e.err.Error() }
+func (e *ended) Unwrap() error { return e.err }
 
 // timedOut is the error of a call that got no reply within the timeout:
 // it wraps strategy.ErrBackend and context.DeadlineExceeded.
@@ -137,21 +177,23 @@ func (g *Guard) timedOut() error {
 	return fmt.Errorf("%w: no reply within Timeout %s: %w", strategy.ErrBackend, g.timeout, context.DeadlineExceeded)
 }
 
-// context returns ctx with the guard's deadline, and the function that
-// releases it (nil when there is none to release).
+// context returns ctx with the guard's deadline, the function that
+// releases it (nil when there is none to release), and whether the
+// deadline is the caller's.
 //
 // A caller's context that ends sooner is used as is. One that can be
 // canceled gets a context.WithDeadline of its own. One that cannot (no
 // Done channel: Background, or values on it) shares a deadline context
 // with the calls made within slack of it, wrapped to keep its values: one
 // small allocation instead of the five of context.WithDeadline.
-func (g *Guard) context(ctx context.Context) (context.Context, context.CancelFunc) {
+func (g *Guard) context(ctx context.Context) (context.Context, context.CancelFunc, bool) {
 	want := time.Now().Add(g.timeout)
 	if d, ok := ctx.Deadline(); ok && !d.After(want) {
-		return ctx, nil
+		return ctx, nil, true
 	}
 	if ctx.Done() != nil {
-		return context.WithDeadline(ctx, want)
+		ctx2, cancel := context.WithDeadline(ctx, want)
+		return ctx2, cancel, false
 	}
 	d := g.shared.Load()
 	if d == nil || d.at.Before(want) || d.at.Sub(want) > g.slack {
@@ -160,7 +202,7 @@ func (g *Guard) context(ctx context.Context) (context.Context, context.CancelFun
 		g.shared.CompareAndSwap(d, nd) // when another caller won, ours still serves us
 		d = nd
 	}
-	return &sharedCtx{Context: ctx, d: d}, nil
+	return &sharedCtx{Context: ctx, d: d}, nil, false
 }
 
 // deadline is a context that ends at at, shared by many calls; it is never
