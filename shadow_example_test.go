@@ -1,0 +1,36 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Shadow mode tries a new limit on live traffic before enforcing it:
+// requests over the limit are let through, marked Shadow, with the
+// Remaining and RetryAfter enforcement would have sent.
+func ExampleMode() {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := strategy.ClockFunc(func() time.Time { return now }) // fixed, for the example
+	export, err := ratelimit.NewLocal(ratelimit.Config{
+		Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
+		Mode: ratelimit.ModeShadow, // "shadow" in JSON; the default is ModeEnforce
+	}, ratelimit.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		r, _ := export.Allow(ctx, "user:42")
+		fmt.Printf("export %d: allowed=%v shadow=%v remaining=%d retry after=%v\n",
+			i, r.Allowed, r.Shadow, r.Remaining, r.RetryAfter)
+		now = now.Add(10 * time.Second)
+	}
+	// Output:
+	// export 1: allowed=true shadow=false remaining=1 retry after=0s
+	// export 2: allowed=true shadow=false remaining=0 retry after=0s
+	// export 3: allowed=true shadow=true remaining=0 retry after=40s
+}
