@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -361,7 +364,7 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 	}`,
 			new: `	if l.mode == modeInline { // MUTANT
 		cres, cerr := l.candidate.AllowN(ctx, key, n)
-		l.outcome(ctx, res, cres, OutcomeOf(res.Allowed, cres.Allowed))
+		l.outcome(ctx, n, res, cres, OutcomeOf(res.Allowed, cres.Allowed))
 		return cres, cerr
 	}`,
 		}},
@@ -446,16 +449,37 @@ func TestMutants(t *testing.T) {
 		caught     []string
 		err        error
 	}
-	var table []row
+	// Mutants run a few at a time (RATELIMIT_MUTANT_JOBS, default the
+	// number of CPUs): each is a build, mostly CPU, then properties that
+	// wait on Redis, so two overlap well on two cores.
+	jobs := runtime.NumCPU()
+	if v := os.Getenv("RATELIMIT_MUTANT_JOBS"); v != "" {
+		if jobs, err = strconv.Atoi(v); err != nil || jobs < 1 {
+			t.Fatalf("RATELIMIT_MUTANT_JOBS=%q: want a whole number >= 1", v)
+		}
+	}
+	table := make([]row, len(selected))
+	outs := make([]string, len(selected))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
 	for i, m := range selected {
-		caught, out, err := runMutant(t, goBin, root, dir, m, i)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			caught, out, err := runMutant(t, goBin, root, dir, m, i)
+			table[i], outs[i] = row{m.name, m.file, caught, err}, out
+		}()
+	}
+	wg.Wait()
+	for i, r := range table {
+		m := selected[i]
 		switch {
-		case err != nil:
-			t.Errorf("mutant %q: %v\n%s", m.name, err, tail(out, 4000))
-		case len(caught) == 0:
+		case r.err != nil:
+			t.Errorf("mutant %q: %v\n%s", m.name, r.err, tail(outs[i], 4000))
+		case len(r.caught) == 0:
 			t.Errorf("mutant %q SURVIVED: no property of %s on %s caught it; strengthen the properties", m.name, m.subjects, m.backends)
 		}
-		table = append(table, row{m.name, m.file, caught, err})
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "mutation check: seed %d, %d cases per property\n", mutationSeed, mutationCases)
@@ -513,15 +537,15 @@ func runMutant(t *testing.T, goBin, root, dir string, m mutant, i int) ([]string
 		}
 		mutated := filepath.Join(dir, fmt.Sprintf("mutant%d%s", i, filepath.Ext(path)))
 		if err := os.WriteFile(mutated, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+			return nil, "", err
 		}
 		overlay, err := json.Marshal(map[string]map[string]string{"Replace": {path: mutated}})
 		if err != nil {
-			t.Fatal(err)
+			return nil, "", err
 		}
 		ovPath := filepath.Join(dir, fmt.Sprintf("overlay%d.json", i))
 		if err := os.WriteFile(ovPath, overlay, 0o644); err != nil {
-			t.Fatal(err)
+			return nil, "", err
 		}
 		args = append(args, "-overlay="+ovPath)
 	}
