@@ -411,7 +411,15 @@ var (
 // TestMutants proves that the properties can fail: it builds each mutant
 // (through go test -overlay, leaving the checkout untouched), runs the
 // affected properties with a fixed seed, and fails when a mutant survives.
+//
+// It takes minutes of CPU, so it runs only when asked: RATELIMIT_MUTANTS
+// is a regular expression of the mutants' names to run ("." for all;
+// ./scripts/test.sh sets it). Without it the test skips, saying so.
 func TestMutants(t *testing.T) {
+	re := os.Getenv("RATELIMIT_MUTANTS")
+	if re == "" {
+		t.Skip("mutation check skipped: it takes minutes; set RATELIMIT_MUTANTS=. (all mutants) or a regexp of their names, or run ./scripts/test.sh")
+	}
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -423,13 +431,13 @@ func TestMutants(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the go command is needed to build the mutants: %v", err)
 	}
-	selected := mutants
-	if re := os.Getenv("RATELIMIT_MUTANTS"); re != "" {
-		m, err := regexp.Compile(re)
-		if err != nil {
-			t.Fatalf("RATELIMIT_MUTANTS=%q: %v", re, err)
-		}
-		selected = slices.DeleteFunc(slices.Clone(mutants), func(x mutant) bool { return !m.MatchString(x.name) })
+	m, err := regexp.Compile(re)
+	if err != nil {
+		t.Fatalf("RATELIMIT_MUTANTS=%q: %v", re, err)
+	}
+	selected := slices.DeleteFunc(slices.Clone(mutants), func(x mutant) bool { return !m.MatchString(x.name) })
+	if len(selected) == 0 {
+		t.Fatalf("RATELIMIT_MUTANTS=%q matches no mutant", re)
 	}
 	dir := t.TempDir()
 

@@ -221,7 +221,7 @@ func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	c, err := StartClusterProcess()
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Cleanup(c.Close)
 	return c
@@ -245,7 +245,7 @@ func SharedCluster(t testing.TB) *Cluster {
 		sharedCluster, sharedClusterErr = StartClusterProcess()
 	}
 	if sharedClusterErr != nil {
-		t.Fatal(sharedClusterErr)
+		fatal(t, sharedClusterErr)
 	}
 	return sharedCluster
 }
