@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratelimit"
@@ -26,7 +27,9 @@ func (a *agreement) Observe(_ context.Context, d ratelimit.Decision) {
 // one's pipeline, so it costs no extra round trip.
 func ExampleConfig_candidate() {
 	now := time.Date(2026, 11, 29, 12, 0, 50, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now }) // fixed, for the example
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() }) // fixed, for the example
 	obs := &agreement{}
 	api, err := ratelimit.NewLocal(ratelimit.Config{
 		Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Minute,
@@ -39,6 +42,7 @@ func ExampleConfig_candidate() {
 	for i := 1; i <= 5; i++ {
 		if i == 4 {
 			now = now.Add(10 * time.Second) // 12:01:00, a new fixed window
+			clockNs.Store(now.UnixNano())
 		}
 		r, _ := api.Allow(ctx, "user:42")
 		fmt.Printf("request %d at %s: allowed=%-5v %s\n", i, now.Format("15:04:05"), r.Allowed, obs.last)

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -24,7 +25,9 @@ func ExampleWithDenyCache() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now }) // the cache's clock, and Redis's
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() }) // the cache's clock, and Redis's
 
 	api, err := ratelimit.New(rdb, ratelimit.Config{
 		Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Minute, Timeout: 10 * time.Second,
@@ -40,6 +43,7 @@ func ExampleWithDenyCache() {
 			i, r.Allowed, r.RetryAfter, mr.CommandCount() > before)
 		if i == 4 {
 			now = now.Add(time.Minute) // the next window: the cached denial has expired
+			clockNs.Store(now.UnixNano())
 		}
 	}
 	// Output:

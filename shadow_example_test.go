@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratelimit"
@@ -14,7 +15,9 @@ import (
 // Remaining and RetryAfter enforcement would have sent.
 func ExampleMode() {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now }) // fixed, for the example
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() }) // fixed, for the example
 	export, err := ratelimit.NewLocal(ratelimit.Config{
 		Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
 		Mode: ratelimit.ModeShadow, // "shadow" in JSON; the default is ModeEnforce
@@ -28,6 +31,7 @@ func ExampleMode() {
 		fmt.Printf("export %d: allowed=%v shadow=%v remaining=%d retry after=%v\n",
 			i, r.Allowed, r.Shadow, r.Remaining, r.RetryAfter)
 		now = now.Add(10 * time.Second)
+		clockNs.Store(now.UnixNano())
 	}
 	// Output:
 	// export 1: allowed=true shadow=false remaining=1 retry after=0s

@@ -3,6 +3,7 @@ package compare_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratekit/ratelimit/compare"
@@ -15,7 +16,9 @@ import (
 // requests in shadow; then the sliding log is promoted with its state.
 func Example() {
 	now := time.Date(2026, 1, 1, 0, 0, 50, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now })
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	lim := strategy.PerMinute(3)
 	enforced, _ := fixedwindow.NewLocal(lim, strategy.WithClock(clock))
 	candidate, _ := slidinglog.NewLocal(lim, strategy.WithClock(clock))
@@ -27,6 +30,7 @@ func Example() {
 		l.AllowN(ctx, "user:42", 1)
 	}
 	now = now.Add(15 * time.Second) // a new fixed window
+	clockNs.Store(now.UnixNano())
 	r, _ := l.AllowN(ctx, "user:42", 1)
 	fmt.Println("enforced allowed after the window edge:", r.Allowed)
 	fmt.Printf("%+v\n", l.Agreement())

@@ -3,6 +3,7 @@ package fixedwindow_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -50,7 +51,9 @@ func Example() {
 // of one integer per subject.
 func ExampleNewLocal() {
 	now := time.Date(2026, 12, 1, 12, 0, 59, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now })
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	lim, err := fixedwindow.NewLocal(strategy.PerMinute(2), strategy.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -59,6 +62,7 @@ func ExampleNewLocal() {
 	for i := 1; i <= 5; i++ {
 		if i == 4 {
 			now = now.Add(time.Second) // 12:01:00, a new window
+			clockNs.Store(now.UnixNano())
 		}
 		r, _ := lim.AllowN(ctx, "user:42", 1)
 		fmt.Printf("%s: allowed=%-5v remaining=%d retry after=%v\n", now.Format("15:04:05"), r.Allowed, r.Remaining, r.RetryAfter)

@@ -3,6 +3,7 @@ package gcra_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -55,7 +56,9 @@ func Example() {
 func ExampleNewLocal() {
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	now := start
-	clock := strategy.ClockFunc(func() time.Time { return now })
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	lim, err := gcra.NewLocal(strategy.Limit{Limit: 1, Window: time.Second, Burst: 3}, strategy.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -63,6 +66,7 @@ func ExampleNewLocal() {
 	ctx := context.Background()
 	for _, at := range []time.Duration{0, 0, 0, 0, 500 * time.Millisecond, time.Second} {
 		now = start.Add(at)
+		clockNs.Store(now.UnixNano())
 		r, _ := lim.AllowN(ctx, "ip:192.0.2.1", 1)
 		fmt.Printf("t=%-5v allowed=%-5v remaining=%d retry after=%v\n", at, r.Allowed, r.Remaining, r.RetryAfter)
 	}

@@ -3,6 +3,7 @@ package slidingcounter_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -50,7 +51,9 @@ func Example() {
 // room for 1.
 func ExampleNewLocal() {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now })
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	lim, err := slidingcounter.NewLocal(strategy.PerMinute(4), strategy.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -58,6 +61,7 @@ func ExampleNewLocal() {
 	ctx := context.Background()
 	for _, step := range []time.Duration{0, 0, 0, 0, 0, 45 * time.Second, 30 * time.Second, 0} {
 		now = now.Add(step)
+		clockNs.Store(now.UnixNano())
 		r, _ := lim.AllowN(ctx, "user:42", 1)
 		fmt.Printf("%s: allowed=%-5v remaining=%d retry after=%v\n", now.Format("15:04:05"), r.Allowed, r.Remaining, r.RetryAfter)
 	}

@@ -3,6 +3,7 @@ package slidinglog_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -54,7 +55,9 @@ func Example() {
 func ExampleNewLocal() {
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	now := start
-	clock := strategy.ClockFunc(func() time.Time { return now })
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	lim, err := slidinglog.NewLocal(strategy.PerMinute(3), strategy.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -62,6 +65,7 @@ func ExampleNewLocal() {
 	ctx := context.Background()
 	decide := func(after time.Duration, n int64) {
 		now = now.Add(after)
+		clockNs.Store(now.UnixNano())
 		r, _ := lim.AllowN(ctx, "user:42", n)
 		fmt.Printf("t=%-5v cost %d: allowed=%-5v remaining=%d retry after=%v\n", now.Sub(start), n, r.Allowed, r.Remaining, r.RetryAfter)
 	}

@@ -3,6 +3,7 @@ package tokenbucket_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -52,7 +53,9 @@ func Example() {
 // than the bucket can never pass: RetryAfter is strategy.Never.
 func ExampleNewLocal() {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now })
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(now.UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	lim, err := tokenbucket.NewLocal(strategy.Limit{Limit: 10, Window: time.Second, Burst: 20}, strategy.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -65,6 +68,7 @@ func ExampleNewLocal() {
 	r, _ = lim.AllowN(ctx, "api-key:7", 21)
 	fmt.Printf("cost 21: allowed=%v never=%v\n", r.Allowed, r.RetryAfter == strategy.Never)
 	now = now.Add(2 * time.Second)
+	clockNs.Store(now.UnixNano())
 	r, _ = lim.Peek(ctx, "api-key:7")
 	fmt.Printf("2s later: remaining=%d of %d\n", r.Remaining, r.Limit)
 	// Output:
