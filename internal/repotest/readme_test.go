@@ -1,7 +1,9 @@
 package repotest
 
-// TestReadmeSnippetsCompile builds every Go snippet of README.md. The
-// convention, for whoever adds a section:
+// TestReadmeSnippetsCompile builds every Go snippet of README.md and of
+// each docs/*.md (none there is fine), and requires the README's Quickstart
+// and Production settings sections to hold one each. The convention, for
+// whoever adds a section to any of them:
 //
 //   - Every block fenced as ```go is compiled. (A block that must not be,
 //     say a signature listing, is fenced ```go nocompile; keep them rare.)
@@ -15,8 +17,10 @@ package repotest
 //     ones included (ratelimitotel, grpclimit ...): the test module requires
 //     each module a snippet imports, replaced by its directory here, and
 //     takes every other dependency from the module cache, offline.
+//   - Snippets of different files, or of one file, never share a package:
+//     each declares or imports what it uses.
 //
-// Errors point at README.md lines.
+// Errors point at the lines of the Markdown file the snippet is in.
 
 import (
 	"fmt"
@@ -28,14 +32,17 @@ import (
 	"testing"
 )
 
-// snippet is one ```go block of README.md.
+// snippet is one ```go block of a Markdown file.
 type snippet struct {
-	line int    // README line of the block's first code line
-	code string // the block's text
+	file    string // the Markdown file's path
+	line    int    // its line of the block's first code line
+	section string // the ## heading the block is under (a ### one counts as its ##), "" before any
+	code    string // the block's text
 }
 
-// readmeSnippets returns the compiled Go blocks of the README at path.
-func readmeSnippets(t *testing.T, path string) []snippet {
+// markdownSnippets returns the compiled Go blocks of the Markdown file at
+// path.
+func markdownSnippets(t *testing.T, path string) []snippet {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -44,16 +51,24 @@ func readmeSnippets(t *testing.T, path string) []snippet {
 	var out []snippet
 	var cur *snippet
 	var body []string
+	section := ""
+	fenced := false // inside a block of another language
 	for i, l := range strings.Split(string(b), "\n") {
 		trimmed := strings.TrimSpace(l)
 		switch {
-		case cur == nil && strings.HasPrefix(trimmed, "```go"):
+		case cur == nil && !fenced && strings.HasPrefix(trimmed, "```go"):
 			info := strings.Fields(strings.TrimPrefix(trimmed, "```"))
 			if len(info) > 0 && info[0] == "go" && !slices.Contains(info[1:], "nocompile") {
-				cur, body = &snippet{line: i + 2}, nil
+				cur, body = &snippet{file: path, line: i + 2, section: section}, nil
 			} else if len(info) > 0 && info[0] == "go" {
 				cur, body = &snippet{line: -1}, nil // skipped
+			} else {
+				fenced = true // ```gomod, say
 			}
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			fenced = !fenced
+		case cur == nil && !fenced && strings.HasPrefix(l, "## "):
+			section = strings.TrimSpace(strings.TrimLeft(l, "#"))
 		case cur != nil && trimmed == "```":
 			if cur.line > 0 {
 				cur.code = strings.Join(body, "\n")
@@ -103,19 +118,31 @@ func splitImports(code string) (imports []string, stmts string, at int) {
 	return imports, "", i
 }
 
+// readmeSections are the README sections that must hold a compiled block.
+var readmeSections = []string{"Quickstart", "Production settings"}
+
 func TestReadmeSnippetsCompile(t *testing.T) {
 	root := repoRoot(t)
-	snips := readmeSnippets(t, filepath.Join(root, "README.md"))
-	if len(snips) < 5 {
-		t.Fatalf("README.md has %d ```go blocks; want at least the quickstart, cluster, service, multilimit and telemetry ones", len(snips))
+	snips := markdownSnippets(t, filepath.Join(root, "README.md"))
+	for _, want := range readmeSections {
+		if !slices.ContainsFunc(snips, func(s snippet) bool { return s.section == want }) {
+			t.Errorf("README.md has no ```go block under ## %s; want at least the quickstart and production-settings ones", want)
+		}
 	}
-	readme := filepath.Join(root, "README.md")
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(docs)
+	for _, d := range docs {
+		snips = append(snips, markdownSnippets(t, d)...)
+	}
 	dir := t.TempDir()
 	imported := map[string]bool{}
 	for i, s := range snips {
 		var src string
 		if loc := packageClause.FindStringIndex(s.code); loc != nil && strings.TrimSpace(stripComments(s.code[:loc[0]])) == "" {
-			src = fmt.Sprintf("//line %s:%d\n%s\n", readme, s.line, s.code)
+			src = fmt.Sprintf("//line %s:%d\n%s\n", s.file, s.line, s.code)
 			for _, m := range importPath.FindAllStringSubmatch(s.code, -1) {
 				imported[m[1]] = true
 			}
@@ -129,7 +156,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 				imp += "\nimport \"context\""
 			}
 			src = fmt.Sprintf("package snippet%d\n\n%s\n\nvar _ = snippet\n\nfunc snippet(ctx context.Context) error {\n//line %s:%d\n%s\n\treturn nil\n}\n",
-				i, imp, readme, s.line+at, stmts)
+				i, imp, s.file, s.line+at, stmts)
 		}
 		pkg := filepath.Join(dir, fmt.Sprintf("snippet%02d", i))
 		if err := os.MkdirAll(pkg, 0o755); err != nil {
@@ -157,7 +184,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "go.mod"), gomod.String())
 	if out, err := goRun(dir, offlineEnv(t, ""), "build", "./..."); err != nil {
-		t.Errorf("README.md snippets do not compile (the convention is at the top of %s):\n%s", "internal/repotest/readme_test.go", out)
+		t.Errorf("Go snippets of README.md or docs/*.md do not compile (the convention is at the top of %s):\n%s", "internal/repotest/readme_test.go", out)
 	}
 }
 
