@@ -56,16 +56,23 @@ import (
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
-// Result is the outcome of a decision; see strategy.Result.
+// Result is the outcome of one decision: Allowed, Remaining (units left),
+// RetryAfter (the wait before the same request can pass) and ResetAfter (the
+// time until the subject is back to full capacity). See strategy.Result.
 type Result = strategy.Result
 
-// Limit is what a strategy enforces; see strategy.Limit.
+// Limit is what a strategy enforces: Limit units per Window, with Burst the
+// capacity of the token bucket and GCRA (0 means Limit); Config.Tiers holds
+// them. See strategy.Limit.
 type Limit = strategy.Limit
 
 // Never is the RetryAfter of a request that can never pass.
 const Never = strategy.Never
 
-// Algorithm names a rate-limiting algorithm; see strategy.Algorithm.
+// Algorithm names a rate-limiting algorithm as Config and Policies JSON
+// write it ("sliding_log", "compact_log", "sliding_counter",
+// "fixed_window", "token_bucket", "gcra", or "multi" for Config.Rules).
+// See strategy.Algorithm.
 type Algorithm = strategy.Algorithm
 
 // The algorithms a Config can name.
@@ -98,7 +105,9 @@ const (
 	Multi Algorithm = "multi"
 )
 
-// Rule is one limit of a Multi Config; see multilimit.Rule.
+// Rule is one limit of a Config whose Algorithm is Multi: a SlidingLog or
+// FixedWindow Algorithm and its Limit. The rules of a Config are enforced
+// together, all or nothing. See multilimit.Rule.
 type Rule = multilimit.Rule
 
 // algorithm is how the facade builds one algorithm.

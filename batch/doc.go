@@ -40,8 +40,10 @@
 //     that got NOSCRIPT did not run. When the Client knows the script
 //     (it saw it through Eval or ScriptLoad, which redis.Script.Run's
 //     fallback provides on first use), it loads it once per pipeline and
-//     re-sends only the calls that got NOSCRIPT; the others, which may have
-//     run, are never re-sent. On a cluster, calls redirected with MOVED or
+//     re-sends only the calls that got NOSCRIPT and whose callers still
+//     wait; the others, which may have run, are never re-sent. A re-sent
+//     call answered NOSCRIPT again (the cache flushed once more) goes out
+//     as EVAL with the script's text. On a cluster, calls redirected with MOVED or
 //     ASK did not run either and are re-sent through the cluster client.
 //   - A caller whose context ends returns at once with the context's
 //     error; if its call was still queued it is dropped, never sent (it
@@ -63,14 +65,13 @@
 // # When to turn it on
 //
 // Batching pays when many decisions are in flight on one process at once
-// (tens of concurrent requests and up): measured on a real Redis at 64
-// concurrent callers, every strategy made 1.9 to 4.9 times the decisions
-// per second of a trivial EVALSHA sent directly (0.3 to 1.3 times without
-// batching), with a quarter to half the p99 and 0.4 to 0.55 of the Redis
-// CPU per decision (see the README's Batching section for the table). Up
-// to 8 concurrent callers per node nothing is queued and every call goes
-// out at once as without batching, at the cost of a mutex. It never
-// changes a decision, so it is safe to turn on everywhere.
+// (tens of concurrent requests and up): a pipeline shares the network work
+// of its calls, so throughput rises and Redis CPU per decision falls with
+// concurrency. make report measures it against direct calls at 1 to 256
+// concurrent callers (see benchmarks/README.md). Up to 8 concurrent callers
+// per node nothing is queued and every call goes out at once as without
+// batching, at the cost of a mutex. It never changes a decision, so it is
+// safe to turn on everywhere.
 //
 // Only EVALSHA and EVAL with at least one key are batched (that is what the
 // strategies send); EvalRO, EvalShaRO, ScriptExists and ScriptLoad go to the
