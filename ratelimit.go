@@ -10,8 +10,8 @@
 //	r, err := l.Allow(ctx, "user:42")
 //	if !r.Allowed { /* 429, retry after r.RetryAfter */ }
 //
-// The algorithms trade exactness for memory (see Algorithm and the README's
-// comparison): the sliding log and compact log are exact, the others store
+// The algorithms trade exactness for memory (see Algorithm and
+// docs/strategies.md): the sliding log and compact log are exact, the others store
 // one or two integers per subject. Each lives in a package of its own with
 // an in-process twin (NewLocal); package strategy holds their contract,
 // and Wrap puts any strategy.Strategy (sharded, multilimit, your own)

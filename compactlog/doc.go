@@ -57,7 +57,7 @@
 // then SETRANGE of the n slots written (two ranges when they wrap) and of
 // the header, and PEXPIRE. A cost of n is one write of n slots, never n
 // commands. Redis CPU per decision is about the sliding log's (see
-// BenchmarkRedisCPU and the README). Replicas and the AOF receive what the
+// BenchmarkRedisCPU and benchmarks/README.md). Replicas and the AOF receive what the
 // script wrote (Redis replicates scripts by their effects): the whole value
 // up to 1 KB, the SETRANGEs above. A change of Limit
 // (or of the entry width) rebuilds the ring once, keeping every unit that

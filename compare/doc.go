@@ -30,8 +30,8 @@
 //     sliding log candidate, plain client, a loaded 2-core machine), a
 //     decision cost the caller 1.2 to 1.7 times the enforced strategy
 //     alone at concurrency 1, against 2.0 to 2.7 inline and 2.4 to 2.6 in
-//     the background (see the README's "Comparing two algorithms on live
-//     traffic" for concurrency 64 and batch.Client).
+//     the background (benchmarks/README.md says how to measure it at
+//     concurrency 64 and with batch.Client).
 //   - Background (the default otherwise, a batch.Client included, which
 //     pipelines concurrent calls itself; or WithBackground): a goroutine
 //     of its own, started after the enforced decision and not waited for.
@@ -72,6 +72,6 @@
 // it built in shadow. For local twins, whose state lives in the strategy
 // object, hand over Candidate() itself. A subject at its limit under the
 // enforced algorithm then stays at its limit after the swap; a naive swap
-// to empty state lets up to a full limit more through (measured in the
-// README's "Promoting without a cold start").
+// to empty state lets up to a full limit more through (see
+// docs/changing-limits.md, "Promoting without a cold start").
 package compare

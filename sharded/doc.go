@@ -61,7 +61,7 @@
 // atomically. It can get less, when a request lands on a full shard while
 // another has room: with the default round robin and two probes, nothing is
 // lost from one host and about 1.5% from 8 hosts (measured by TestPrecision;
-// the table is in the README, "Sharding hot subjects").
+// docs/cluster.md has the table).
 //
 // # When to shard
 //

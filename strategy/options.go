@@ -15,7 +15,7 @@ const DefaultPrefix = "rl:"
 // DefaultMaxSubjects is the most subjects a local twin holds at once when
 // WithMaxSubjects is not given: 2^20 = 1,048,576, about 140 MB for a twin
 // whose state is one or two integers and 210 MB for a sliding log of one
-// request per subject (measured; see the README's Limits and bounds).
+// request per subject (measured; see docs/bounds.md).
 const DefaultMaxSubjects = 1 << 20
 
 // Clock tells the time. A client clock replaces the Redis server's TIME.
