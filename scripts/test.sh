@@ -6,26 +6,57 @@
 #   2. gofmt on every Go file.
 #   3. every module of the repository (every go.mod, nested ones included,
 #      found anew on each run): go vet, staticcheck, then the race-enabled
-#      tests, without the mutation check.
-#   4. the mutation check (propertytests TestMutants), on its own time budget:
+#      tests, without the repository checks and the mutation check.
+#   4. the repository checks (internal/repotest: the README's and docs/'
+#      snippets compile, the nested modules build from a module proxy), on
+#      their own time budget: they run the go command, whose time depends
+#      on what the build cache holds.
+#   5. the mutation check (propertytests TestMutants), on its own time budget:
 #      it builds and runs the property tests once per deliberate bug, which
 #      takes minutes of CPU.
+#
+# A step that runs long says every minute that it is still running.
 #
 # The tests start their own redis-server processes (standalone and a 3-node
 # cluster) on free loopback ports and stop them afterwards; they never touch a
 # Redis someone else runs.
 #
 # Environment: REDIS_SERVER (path of the redis-server to use), TEST_TIMEOUT
-# (per test binary, default 15m), MUTANTS_TIMEOUT (default 30m),
-# SKIP_MUTANTS=1 (leave step 4 out, for a quick local run; CI never sets it).
+# (per test binary, default 15m), REPO_TIMEOUT (step 4, default 20m),
+# MUTANTS_TIMEOUT (default 30m), RATELIMIT_MUTANTS (a regexp of the mutants
+# to run, default all), SKIP_MUTANTS=1 (leave step 5 out, for a quick local
+# run; CI never sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; bump deliberately
 TEST_TIMEOUT=${TEST_TIMEOUT:-15m}
+REPO_TIMEOUT=${REPO_TIMEOUT:-20m}
 MUTANTS_TIMEOUT=${MUTANTS_TIMEOUT:-30m}
 start=$(date +%s)
 step() { echo "test.sh: [$(($(date +%s) - start))s] $*"; }
+
+# run WHAT CMD...: runs CMD, saying every minute that WHAT is still running,
+# so that a long build or test is not taken for a hang.
+run() {
+  local what=$1
+  shift
+  (
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    while :; do
+      sleep 60 &
+      s=$!
+      wait "$s"
+      step "still running: $what"
+    done
+  ) &
+  local beat=$!
+  local rc=0
+  "$@" || rc=$?
+  kill "$beat" 2>/dev/null
+  wait "$beat" 2>/dev/null || true
+  return "$rc"
+}
 
 # 1. Redis
 if [ -z "${REDIS_SERVER:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
@@ -67,7 +98,7 @@ gobin=$(go env GOBIN)
 staticcheck="$gobin/staticcheck"
 if ! "$staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; then
   step "installing staticcheck $STATICCHECK_VERSION"
-  go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+  run "installing staticcheck" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 
 # 3. every module: the root, benchmarks/, ratelimitotel/ and any other go.mod.
@@ -84,19 +115,25 @@ for mod in $(git ls-files --cached --others --exclude-standard 'go.mod' '*/go.mo
     echo "test.sh: warning: ./$dir is not in go.work (add it: go work use ./$dir); testing it on its own go.mod" >&2
     gowork=off
   fi
-  step "module ./$dir: vet, staticcheck, tests"
   (cd "$dir" && if [ -n "$gowork" ]; then export GOWORK=off; fi &&
-    go vet ./... &&
-    "$staticcheck" ./... &&
-    go test -race -shuffle=on -count=1 -timeout "$TEST_TIMEOUT" -skip '^TestMutants$' ./...) || failed="$failed ./$dir"
+    step "module ./$dir: go vet" && run "go vet of ./$dir" go vet ./... &&
+    step "module ./$dir: staticcheck" && run "staticcheck of ./$dir" "$staticcheck" ./... &&
+    pkgs=$(go list ./... | grep -v '/internal/repotest$') &&
+    step "module ./$dir: tests (-race; the first run builds every dependency with the race detector)" &&
+    run "tests of ./$dir" go test -race -shuffle=on -count=1 -timeout "$TEST_TIMEOUT" -skip '^TestMutants$' $pkgs) || failed="$failed ./$dir"
 done
 
-# 4. the mutation check
+# 4. the repository checks
+step "repository checks: README and docs/ snippets, nested modules from a module proxy (budget $REPO_TIMEOUT)"
+run "repository checks" go test -count=1 -timeout "$REPO_TIMEOUT" ./internal/repotest || failed="$failed repository-checks"
+
+# 5. the mutation check
 if [ "${SKIP_MUTANTS:-}" = 1 ]; then
   step "mutation check left out (SKIP_MUTANTS=1)"
 else
-  step "mutation check (budget $MUTANTS_TIMEOUT)"
-  go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests || failed="$failed mutation-check"
+  step "mutation check: the properties against each deliberate bug (mutants matching '${RATELIMIT_MUTANTS:-.}', budget $MUTANTS_TIMEOUT)"
+  export RATELIMIT_MUTANTS=${RATELIMIT_MUTANTS:-.}
+  run "mutation check" go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests || failed="$failed mutation-check"
 fi
 
 if [ -n "$failed" ]; then
