@@ -17,7 +17,7 @@ func ExampleMode() {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
 	clockNs.Store(now.UnixNano())
-	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() }) // fixed, for the example
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	export, err := ratelimit.NewLocal(ratelimit.Config{
 		Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
 		Mode: ratelimit.ModeShadow, // "shadow" in JSON; the default is ModeEnforce

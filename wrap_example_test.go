@@ -30,7 +30,7 @@ func (e exempt) AllowN(ctx context.Context, key string, n int64) (strategy.Resul
 // breaker, the denial cache, the Observer, Wait, and httplimit.
 func ExampleWrap() {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	clock := strategy.ClockFunc(func() time.Time { return now }) // fixed, for the example
+	clock := strategy.ClockFunc(func() time.Time { return now })
 	// the strategy it wraps: slidinglog.New on Redis in production
 	inner, err := slidinglog.NewLocal(strategy.PerMinute(1), strategy.WithClock(clock))
 	if err != nil {
