@@ -167,13 +167,25 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 	}
 	// A sharded denial says that the shards tried are full, not that the
 	// next request, which may land on another shard, would be denied.
-	if o.denyCache > 0 && cfg.Shards <= 1 {
+	if o.denyCache > 0 && !shardedStrategy(cfg, st) {
 		f.deny = denycache.New(o.denyCache, o.clock, lim.Window, ev.add)
 		f.cmp, _ = st.(*compare.Limiter)
 	}
 	_, checked := st.(keys.ShardAware) // this module's strategies validate their input
 	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: checked, fail: f, ev: ev}
 	return l.withTiers()
+}
+
+// shardedStrategy reports whether st spreads a subject over shards: by
+// Config.Shards, or as a strategy given to Wrap that says so (Shards() > 1,
+// as sharded.Limiter does). Its denial says that the shards tried are full,
+// not that the next request would be denied, so no denial cache applies.
+func shardedStrategy(cfg Config, st strategy.Strategy) bool {
+	if cfg.Shards > 1 {
+		return true
+	}
+	s, ok := st.(interface{ Shards() int })
+	return ok && s.Shards() > 1
 }
 
 // honours reports whether st says each call returns by its context's
