@@ -107,9 +107,10 @@ func WithFallback(st strategy.Strategy) Option {
 // used subject of the 1/64 that share its stripe, in O(1) (counted in
 // Decision.Evicted): that subject's next request goes to Redis. Denials are
 // freed once their RetryAfter has passed, within about a window even when
-// no request arrives. It is not used when Config.Shards > 1: a sharded
-// subject denied on the shards one request tried may still have room on
-// the others. With a Config.Candidate, a denial the cache answers is still
+// no request arrives. It is not used when Config.Shards > 1, nor for a
+// strategy given to Wrap whose Shards method returns more than 1 (as
+// sharded.Limiter's does): a sharded subject denied on the shards one
+// request tried may still have room on the others. With a Config.Candidate, a denial the cache answers is still
 // decided by the candidate, and its agreement reported, so that the
 // candidate sees every request (see compare.Limiter.CompareN): the
 // candidate's script call alone, within Config.Timeout, where the
