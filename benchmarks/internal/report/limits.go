@@ -48,6 +48,13 @@ func runMemoryAtLimits(ctx context.Context, o Options, b *backend, r *Report) {
 				continue
 			}
 			r.MemoryAtLimits = append(r.MemoryAtLimits, lb)
+			if limit == o.Limit.Limit {
+				for i := range r.Rows {
+					if rw := &r.Rows[i]; rw.Name == string(a) && rw.Kind == string(targets.Ours) {
+						rw.BytesSpread = &lb.Bytes
+					}
+				}
+			}
 		}
 	}
 }

@@ -35,8 +35,8 @@ func (r *Report) Picks() []string {
 				f = append(f, fmt.Sprintf("up to %.2fx the limit in a window", *p))
 			}
 		}
-		if real && rw.BytesAfterLimit != nil {
-			f = append(f, fmt.Sprintf("%s bytes per subject", thousands(*rw.BytesAfterLimit)))
+		if b := bytesOf(rw); real && b != nil {
+			f = append(f, fmt.Sprintf("%s bytes per subject", thousands(*b)))
 		}
 		if s := topRatio(rw); real && s > 0 {
 			f = append(f, fmt.Sprintf("%.2f of the floor's speed", s))
@@ -80,10 +80,10 @@ func (r *Report) Picks() []string {
 	if real {
 		least := slices.Clone(ours)
 		slices.SortStableFunc(least, cmpBytes)
-		if b := least[0].BytesAfterLimit; b != nil {
+		if b := bytesOf(least[0]); b != nil {
 			var names []string
 			for _, rw := range least {
-				if rw.BytesAfterLimit != nil && *rw.BytesAfterLimit == *b {
+				if rb := bytesOf(rw); rb != nil && *rb == *b {
 					names = append(names, rw.Name)
 				}
 			}
@@ -149,17 +149,31 @@ func topRatio(rw *Row) float64 {
 	return rw.Speed[len(rw.Speed)-1].RatioToFloor
 }
 
-// cmpBytes orders rows by bytes per subject at the limit, unmeasured last.
+// bytesOf is a row's bytes per subject at the limit, as a subject whose
+// requests are spread over the window holds them: BytesSpread for the
+// exact logs (a burst merges one millisecond's requests into one entry,
+// which would make a log look cheaper than it is), BytesAfterLimit for the
+// others, whose state does not grow with the requests.
+func bytesOf(rw *Row) *int64 {
+	if rw.BytesSpread != nil {
+		return rw.BytesSpread
+	}
+	return rw.BytesAfterLimit
+}
+
+// cmpBytes orders rows by bytes per subject at the limit (bytesOf),
+// unmeasured last.
 func cmpBytes(a, b *Row) int {
+	ab, bb := bytesOf(a), bytesOf(b)
 	switch {
-	case a.BytesAfterLimit == nil && b.BytesAfterLimit == nil:
+	case ab == nil && bb == nil:
 		return 0
-	case a.BytesAfterLimit == nil:
+	case ab == nil:
 		return 1
-	case b.BytesAfterLimit == nil:
+	case bb == nil:
 		return -1
 	}
-	return int(*a.BytesAfterLimit - *b.BytesAfterLimit)
+	return int(*ab - *bb)
 }
 
 func cmpFloat(a, b float64) int {

@@ -68,3 +68,23 @@ func TestPicksOnMiniredisRankNoSpeed(t *testing.T) {
 		t.Errorf("precision-only picks:\n%s", got)
 	}
 }
+
+// TestPicksWeighTheLogsSpread: the exact logs are weighed by their bytes
+// with requests spread over the window, not by a burst's (which merges one
+// millisecond's requests into one sorted-set entry): the sliding log at
+// 1,336 spread comes after the compact log at 280, whatever its burst's 184.
+func TestPicksWeighTheLogsSpread(t *testing.T) {
+	sl := row("sliding_log", "ours", 1, 1, 184, 0.6)
+	spread := int64(1336)
+	sl.BytesSpread = &spread
+	r := &Report{Backend: BackendRedis, Rows: []Row{
+		sl,
+		row("compact_log", "ours", 1, 1, 280, 0.6),
+		row("fixed_window", "ours", 2, 2, 56, 0.7),
+	}}
+	got := strings.Join(r.Picks(), "\n")
+	want := "compact_log (never above the limit, 280 bytes per subject, 0.60 of the floor's speed); or sliding_log (never above the limit, 1,336 bytes per subject"
+	if !strings.Contains(got, want) {
+		t.Errorf("picks lack %q:\n%s", want, got)
+	}
+}

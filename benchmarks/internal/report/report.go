@@ -129,8 +129,12 @@ type Row struct {
 
 	BytesAfter10    *int64 `json:"bytes_after_10"`
 	BytesAfterLimit *int64 `json:"bytes_after_limit"`
-	Keys            int    `json:"keys_per_subject,omitempty"` // keys holding the subject after limit requests
-	MemoryNote      string `json:"memory_note,omitempty"`
+	// BytesSpread: the exact logs' bytes at the run's limit with its
+	// requests spread over the window (see MemoryAtLimits), where
+	// BytesAfterLimit, one burst, merges requests of one millisecond.
+	BytesSpread *int64 `json:"bytes_spread,omitempty"`
+	Keys        int    `json:"keys_per_subject,omitempty"` // keys holding the subject after limit requests
+	MemoryNote  string `json:"memory_note,omitempty"`
 
 	PrecisionBoundary    *float64 `json:"precision_boundary"`
 	PrecisionBurstSteady *float64 `json:"precision_burst_steady"`
