@@ -17,7 +17,7 @@ lint: ## gofmt, go vet and staticcheck on every module
 	set -e; for d in $(MODULES); do echo "lint: ./$$d"; (cd $$d && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
 
 # the full comparison at the current commit (the report prints it), on a
-# redis-server the report starts; about 5 minutes: run it on a quiet machine
+# redis-server the report starts; about 3 minutes: run it on a quiet machine
 REPORT_FLAGS := -duration 150s -rounds 10 -concurrency 1,8,64,256 -local 1s -chart chart.svg -goals
 report: ## regenerate benchmarks/report.txt and benchmarks/chart.svg
 	{ echo "# make report: go -C benchmarks run ./cmd/report $(REPORT_FLAGS)"; go -C benchmarks run ./cmd/report -q $(REPORT_FLAGS); } > benchmarks/report.txt.new
