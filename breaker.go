@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -58,14 +59,26 @@ const (
 // they do not count as failures; the decision itself is still made by the
 // failure policy.
 //
-// Every Limiter built by New has a Breaker of its own with the defaults. To
-// let several limiters that share one Redis detect an outage together, build
-// one Breaker and give it to each with WithBreaker. A Breaker is safe for
-// concurrent use; the check made on each decision is lock-free.
+// Every Limiter built by New or Wrap has a Breaker of its own with the
+// defaults. To let several limiters that share one Redis detect an outage
+// together, build one Breaker and give it to each with WithBreaker. A
+// Breaker is safe for concurrent use; the check made on each decision is
+// lock-free and allocation-free.
+//
+// A Breaker times its cool-down with one clock, fixed when it is built:
+// the process's monotonic clock, or the clock given to NewBreaker with
+// WithBreakerClock. The Breaker a Limiter builds for itself takes the
+// limiter's client clock (WithClock) when one is set. A Breaker given with
+// WithBreaker keeps its own clock whatever the clocks of the limiters that
+// share it: give it theirs with WithBreakerClock so that a test steps the
+// limiters and the breaker together. A closed breaker reads no clock; an
+// open or half-open one reads it on each decision, on the goroutine that
+// makes it (so concurrently when decisions are), and in State.
 type Breaker struct {
 	failures int32
 	cooldown time.Duration
-	base     time.Time // monotonic origin of the ns times below
+	clock    strategy.Clock // nil: the monotonic clock
+	base     time.Time      // origin of the ns times below, on clock
 
 	state   atomic.Int32 // BreakerClosed or BreakerOpen; half-open is open past until
 	consec  atomic.Int32 // failures in a row while closed
@@ -73,11 +86,37 @@ type Breaker struct {
 	probing atomic.Bool  // a probe is in flight
 }
 
+// BreakerOption configures a Breaker beyond its failures and cool-down.
+// Build one with WithBreakerClock; nil options are ignored.
+type BreakerOption func(*breakerOptions)
+
+type breakerOptions struct {
+	clock strategy.Clock
+}
+
+// WithBreakerClock makes the breaker time its cool-down with c instead of
+// the process's monotonic clock: usually the clock given with WithClock to
+// the limiters that share the breaker, so that a test steps through a
+// cool-down instead of sleeping, and FailClosed's RetryAfter (the rest of
+// the cool-down) is exact. c must be safe for concurrent use (see
+// strategy.Clock): its Now is called from every goroutine that makes a
+// decision while the breaker is open or half-open, and by State. A clock
+// that goes back lengthens the cool-down; one that stands still keeps an
+// open breaker open. A nil c is ignored.
+func WithBreakerClock(c strategy.Clock) BreakerOption {
+	return func(o *breakerOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
 // NewBreaker returns a closed Breaker that opens after failures failures in
 // a row (0 means DefaultBreakerFailures) and probes again after cooldown (0
-// means DefaultBreakerCooldown). It fails, naming the argument, when
+// means DefaultBreakerCooldown), timed by the monotonic clock unless
+// WithBreakerClock is given. It fails, naming the argument, when
 // failures < 0, cooldown < 0 or cooldown > MaxBreakerCooldown.
-func NewBreaker(failures int, cooldown time.Duration) (*Breaker, error) {
+func NewBreaker(failures int, cooldown time.Duration, opts ...BreakerOption) (*Breaker, error) {
 	switch {
 	case failures < 0 || failures > 1<<30:
 		return nil, fmt.Errorf("%w: breaker failures must be in [0, %d] (0 means %d), got %d",
@@ -95,7 +134,19 @@ func NewBreaker(failures int, cooldown time.Duration) (*Breaker, error) {
 	if cooldown == 0 {
 		cooldown = DefaultBreakerCooldown
 	}
-	return &Breaker{failures: int32(failures), cooldown: cooldown, base: time.Now()}, nil
+	var o breakerOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	b := &Breaker{failures: int32(failures), cooldown: cooldown, clock: o.clock}
+	if b.clock != nil {
+		b.base = b.clock.Now()
+	} else {
+		b.base = time.Now()
+	}
+	return b, nil
 }
 
 // Failures returns how many failures in a row open the breaker.
@@ -104,7 +155,14 @@ func (b *Breaker) Failures() int { return int(b.failures) }
 // Cooldown returns how long the breaker stays open before it probes.
 func (b *Breaker) Cooldown() time.Duration { return b.cooldown }
 
-func (b *Breaker) now() int64 { return int64(time.Since(b.base)) }
+// now is the time in ns since base on the breaker's clock. Sub saturates,
+// so a client clock far from base cannot wrap around.
+func (b *Breaker) now() int64 {
+	if b.clock != nil {
+		return int64(b.clock.Now().Sub(b.base))
+	}
+	return int64(time.Since(b.base))
+}
 
 // State returns the breaker's state now.
 func (b *Breaker) State() BreakerState {
@@ -149,7 +207,7 @@ func (b *Breaker) done(probe bool, o callOutcome) {
 		b.state.Store(int32(BreakerClosed))
 		b.probing.Store(false)
 	case probe && o == callFailed:
-		b.until.Store(b.now() + int64(b.cooldown))
+		b.until.Store(b.reopen())
 		b.probing.Store(false)
 	case probe:
 		b.probing.Store(false) // still half-open: the next call probes
@@ -161,11 +219,20 @@ func (b *Breaker) done(probe bool, o callOutcome) {
 		}
 	case o == callFailed:
 		if b.consec.Add(1) >= b.failures {
-			b.until.Store(b.now() + int64(b.cooldown)) // before state: who sees open sees until
+			b.until.Store(b.reopen()) // before state: who sees open sees until
 			b.state.Store(int32(BreakerOpen))
 			b.consec.Store(0)
 		}
 	}
+}
+
+// reopen is the ns time at which a breaker opening now lets a probe through.
+func (b *Breaker) reopen() int64 {
+	n := b.now()
+	if n > math.MaxInt64-int64(b.cooldown) { // a client clock centuries past base
+		return math.MaxInt64
+	}
+	return n + int64(b.cooldown)
 }
 
 // retryIn is how long until the breaker next lets Redis be tried: the rest

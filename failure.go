@@ -49,7 +49,8 @@ const (
 	FailOpen FailurePolicy = "open"
 	// FailClosed denies the request: Allowed false, Remaining 0, RetryAfter
 	// (and ResetAfter) the time until Redis is next tried (the rest of the
-	// breaker's cool-down, or the whole cool-down), Degraded true.
+	// breaker's cool-down on the breaker's clock, or the whole cool-down),
+	// Degraded true.
 	FailClosed FailurePolicy = "closed"
 	// FailLocal decides with an in-process twin that enforces
 	// Config.LocalShare of Limit and Burst in this process alone, so that N
@@ -159,8 +160,8 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 	if f.policy == "" {
 		f.policy = FailOpen
 	}
-	if f.breaker == nil {
-		f.breaker, _ = NewBreaker(0, 0)
+	if f.breaker == nil { // its own, on the limiter's clock
+		f.breaker, _ = NewBreaker(0, 0, WithBreakerClock(o.clock))
 	}
 	if f.policy == FailLocal {
 		f.local = fallback

@@ -32,7 +32,12 @@ func apply(opts []Option) (options, error) {
 }
 
 // WithClock makes the limiter use c instead of the Redis server's TIME. A nil
-// c is ignored. See strategy.WithClock.
+// c is ignored. See strategy.WithClock. The denial cache and the circuit
+// breaker the limiter builds for itself read c too, so a test that steps c
+// steps their expiry and cool-down; a Breaker given with WithBreaker reads
+// the clock it was built with (see WithBreakerClock). c must be safe for
+// concurrent use: it is called from every goroutine that makes a decision
+// and from the limiter's own (sweeps of idle subjects).
 func WithClock(c strategy.Clock) Option {
 	return func(o *options) {
 		if c != nil {
@@ -72,7 +77,9 @@ func WithMaxSubjects(n int) Option {
 }
 
 // WithBreaker makes the limiter use b, which other limiters may share, instead
-// of a Breaker of its own with the defaults. A nil b is ignored. It has no
+// of a Breaker of its own with the defaults. b times its cool-down with its
+// own clock, not the limiter's WithClock clock: build it with
+// WithBreakerClock to share that clock. A nil b is ignored. It has no
 // effect on NewLocal.
 func WithBreaker(b *Breaker) Option {
 	return func(o *options) {
