@@ -118,9 +118,9 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-func mustBreaker(t testing.TB, failures int, cooldown time.Duration) *ratelimit.Breaker {
+func mustBreaker(t testing.TB, failures int, cooldown time.Duration, opts ...ratelimit.BreakerOption) *ratelimit.Breaker {
 	t.Helper()
-	b, err := ratelimit.NewBreaker(failures, cooldown)
+	b, err := ratelimit.NewBreaker(failures, cooldown, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,8 +283,11 @@ func TestFailurePolicies(t *testing.T) {
 	ctx := context.Background()
 	for _, p := range failurePolicies {
 		t.Run(string(p), func(t *testing.T) {
+			const cooldown = 100 * time.Millisecond
 			cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, OnFailure: p, LocalShare: 0.5, Timeout: 10 * time.Second}
-			l, f, rec := newFlaky(t, cfg, ratelimit.WithBreaker(mustBreaker(t, 3, 100*time.Millisecond)))
+			clock := conformance.NewClock(conformance.Epoch) // the limiter's and the breaker's: stepped, never slept through
+			b := mustBreaker(t, 3, cooldown, ratelimit.WithBreakerClock(clock))
+			l, f, rec := newFlaky(t, cfg, ratelimit.WithClock(clock), ratelimit.WithBreaker(b))
 			if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Degraded {
 				t.Fatalf("healthy Allow = %+v, %v; want allowed, not degraded", r, err)
 			}
@@ -301,8 +304,9 @@ func TestFailurePolicies(t *testing.T) {
 						t.Fatalf("fail open %d: %+v, want allowed, Limit 4, Remaining 4", i, r)
 					}
 				case ratelimit.FailClosed:
-					if r.Allowed || r.Remaining != 0 || r.RetryAfter <= 0 || r.RetryAfter > 100*time.Millisecond {
-						t.Fatalf("fail closed %d: %+v, want denied, RetryAfter in (0, cooldown]", i, r)
+					// the clock stands still: the whole cool-down, closed or open
+					if r.Allowed || r.Remaining != 0 || r.RetryAfter != cooldown || r.ResetAfter != cooldown {
+						t.Fatalf("fail closed %d: %+v, want denied, RetryAfter and ResetAfter the cool-down %v", i, r, cooldown)
 					}
 				case ratelimit.FailLocal:
 					// the twin holds half of 4, from empty
@@ -341,10 +345,31 @@ func TestFailurePolicies(t *testing.T) {
 			if err := l.Reset(ctx, "k"); !errors.Is(err, ratelimit.ErrCircuitOpen) || !errors.Is(err, strategy.ErrBackend) {
 				t.Errorf("Reset with the breaker open: err = %v, want ErrBackend and ErrCircuitOpen", err)
 			}
-			// Redis is back: after the cool-down the next call probes and
-			// enforcement resumes, with the unit recorded before the outage.
+			// Redis is back, but the breaker stays open for its cool-down
+			// on the clock; FailClosed's RetryAfter is what is left of it.
 			f.set(nil, nil)
-			time.Sleep(120 * time.Millisecond)
+			calls := f.calls.Load()
+			clock.Advance(cooldown - 40*time.Millisecond)
+			r, err := l.Allow(ctx, "other")
+			if err != nil || !r.Degraded || b.State() != ratelimit.BreakerOpen || f.calls.Load() != calls {
+				t.Fatalf("%v into the cool-down: %+v, %v, breaker %v; want degraded without a call, open", cooldown-40*time.Millisecond, r, err, b.State())
+			}
+			if p == ratelimit.FailClosed && (r.RetryAfter != 40*time.Millisecond || r.ResetAfter != 40*time.Millisecond) {
+				t.Fatalf("fail closed 40ms before the cool-down ends: %+v, want RetryAfter and ResetAfter 40ms", r)
+			}
+			clock.Advance(40*time.Millisecond - time.Nanosecond)
+			if s := b.State(); s != ratelimit.BreakerOpen {
+				t.Fatalf("1ns before the cool-down ends: breaker %v, want open", s)
+			}
+			if r, _ := l.Allow(ctx, "other"); p == ratelimit.FailClosed && r.RetryAfter != time.Millisecond {
+				t.Fatalf("fail closed 1ns before the cool-down ends: %+v, want RetryAfter 1ms (rounded up)", r)
+			}
+			// After the cool-down the next call probes and enforcement
+			// resumes, with the unit recorded before the outage.
+			clock.Advance(time.Nanosecond)
+			if s := b.State(); s != ratelimit.BreakerHalfOpen {
+				t.Fatalf("when the cool-down ends: breaker %v, want half-open", s)
+			}
 			for i := 0; i < 3; i++ {
 				if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Degraded || r.Remaining != int64(2-i) {
 					t.Fatalf("after recovery, Allow %d = %+v, %v; want allowed by Redis, Remaining %d", i, r, err, 2-i)
@@ -495,16 +520,21 @@ func TestCallerDeadlineWins(t *testing.T) {
 func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 	ctx := context.Background()
 	const cooldown = 50 * time.Millisecond
-	b := mustBreaker(t, 2, cooldown)
+	clock := conformance.NewClock(conformance.Epoch) // safe for concurrent use: the probe runs on its own goroutine
+	b := mustBreaker(t, 2, cooldown, ratelimit.WithBreakerClock(clock))
 	l, f, _ := newFlaky(t, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1000, Window: time.Minute, OnFailure: ratelimit.FailClosed, Timeout: 5 * time.Second},
-		ratelimit.WithBreaker(b))
+		ratelimit.WithClock(clock), ratelimit.WithBreaker(b))
 	f.set(connReset, nil)
 	l.Allow(ctx, "k")
 	l.Allow(ctx, "k")
 	if s := b.State(); s != ratelimit.BreakerOpen {
 		t.Fatalf("after 2 failures: %v, want open", s)
 	}
-	time.Sleep(cooldown + 10*time.Millisecond)
+	clock.Advance(cooldown - time.Nanosecond)
+	if s := b.State(); s != ratelimit.BreakerOpen {
+		t.Fatalf("1ns before the cool-down ends: %v, want open", s)
+	}
+	clock.Advance(time.Nanosecond)
 	if s := b.State(); s != ratelimit.BreakerHalfOpen {
 		t.Fatalf("after the cool-down: %v, want half-open", s)
 	}
@@ -545,10 +575,23 @@ func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 	f.set(connReset, nil)
 	l.Allow(ctx, "k")
 	l.Allow(ctx, "k")
-	time.Sleep(cooldown + 10*time.Millisecond)
+	clock.Advance(cooldown)
+	calls = f.calls.Load()
 	l.Allow(ctx, "k") // the probe, failing
+	if s := b.State(); s != ratelimit.BreakerOpen || f.calls.Load() != calls+1 {
+		t.Fatalf("after a failed probe: %v, %d calls; want open after 1 probe", s, f.calls.Load()-calls)
+	}
+	// ... for a whole cool-down from the probe's failure
+	if r, _ := l.Allow(ctx, "k"); r.RetryAfter != cooldown {
+		t.Fatalf("just after a failed probe: %+v, want RetryAfter the whole cool-down %v", r, cooldown)
+	}
+	clock.Advance(cooldown - time.Nanosecond)
 	if s := b.State(); s != ratelimit.BreakerOpen {
-		t.Fatalf("after a failed probe: %v, want open", s)
+		t.Fatalf("1ns before the new cool-down ends: %v, want open", s)
+	}
+	clock.Advance(time.Nanosecond)
+	if s := b.State(); s != ratelimit.BreakerHalfOpen {
+		t.Fatalf("when the new cool-down ends: %v, want half-open", s)
 	}
 }
 
