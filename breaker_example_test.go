@@ -3,12 +3,14 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // lastCause keeps the cause of the last decision the failure policy made.
@@ -18,33 +20,40 @@ func (o *lastCause) Observe(_ context.Context, d ratelimit.Decision) { o.err = d
 
 // Two limiters on one Redis share a circuit breaker, so that they detect
 // an outage together: after 2 failures in a row, both stop calling Redis
-// for a minute and their failure policies decide at once.
+// for a minute and their failure policies decide at once. The breaker and
+// the limiters read one clock, so FailClosed's RetryAfter counts down the
+// cool-down as the clock is stepped, and the first decision after it
+// probes Redis and closes the breaker.
 func ExampleNewBreaker() {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		panic(err)
 	}
 	defer mr.Close()
-	mr.SetTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
+	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
+	clockNs.Store(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano())
+	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
+	step := func(d time.Duration) { clockNs.Add(int64(d)) }
 
-	breaker, err := ratelimit.NewBreaker(2, time.Minute)
+	breaker, err := ratelimit.NewBreaker(2, time.Minute, ratelimit.WithBreakerClock(clock))
 	if err != nil {
 		panic(err)
 	}
 	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute, Timeout: 10 * time.Second}
 	cfg.OnFailure = ratelimit.FailClosed
 	obs := &lastCause{}
-	login, _ := ratelimit.New(rdb, cfg, ratelimit.WithBreaker(breaker), ratelimit.WithObserver(obs))
+	opts := []ratelimit.Option{ratelimit.WithClock(clock), ratelimit.WithBreaker(breaker), ratelimit.WithObserver(obs)}
+	login, _ := ratelimit.New(rdb, cfg, opts...)
 	cfg.OnFailure = ratelimit.FailOpen
-	search, _ := ratelimit.New(rdb, cfg, ratelimit.WithBreaker(breaker), ratelimit.WithObserver(obs))
+	search, _ := ratelimit.New(rdb, cfg, opts...)
 
 	ctx := context.Background()
 	decide := func(name string, l *ratelimit.Limiter) {
 		r, _ := l.Allow(ctx, "user:42")
-		fmt.Printf("%-6s allowed=%-5v degraded=%-5v breaker %-6v cause: %v\n",
-			name, r.Allowed, r.Degraded, breaker.State(), obs.err)
+		fmt.Printf("%-6s allowed=%-5v degraded=%-5v retry=%-5v breaker %-9v cause: %v\n",
+			name, r.Allowed, r.Degraded, r.RetryAfter, breaker.State(), obs.err)
 	}
 	decide("login", login)
 	mr.SetError("LOADING Redis is loading the dataset in memory") // Redis cannot serve
@@ -53,10 +62,18 @@ func ExampleNewBreaker() {
 	mr.SetError("")          // Redis is back, but the breaker is open for a minute
 	decide("login", login)
 	decide("search", search)
+	step(45 * time.Second)
+	decide("login", login) // FailClosed: Redis is tried again in 15s
+	step(15 * time.Second)
+	fmt.Println("breaker", breaker.State())
+	decide("login", login) // the probe: Redis answers, the breaker closes
 	// Output:
-	// login  allowed=true  degraded=false breaker closed cause: <nil>
-	// login  allowed=false degraded=true  breaker closed cause: ratelimit: backend error: LOADING Redis is loading the dataset in memory
-	// search allowed=true  degraded=true  breaker open   cause: ratelimit: backend error: LOADING Redis is loading the dataset in memory
-	// login  allowed=false degraded=true  breaker open   cause: ratelimit: backend error: circuit breaker open, Redis not called
-	// search allowed=true  degraded=true  breaker open   cause: ratelimit: backend error: circuit breaker open, Redis not called
+	// login  allowed=true  degraded=false retry=0s    breaker closed    cause: <nil>
+	// login  allowed=false degraded=true  retry=1m0s  breaker closed    cause: ratelimit: backend error: LOADING Redis is loading the dataset in memory
+	// search allowed=true  degraded=true  retry=0s    breaker open      cause: ratelimit: backend error: LOADING Redis is loading the dataset in memory
+	// login  allowed=false degraded=true  retry=1m0s  breaker open      cause: ratelimit: backend error: circuit breaker open, Redis not called
+	// search allowed=true  degraded=true  retry=0s    breaker open      cause: ratelimit: backend error: circuit breaker open, Redis not called
+	// login  allowed=false degraded=true  retry=15s   breaker open      cause: ratelimit: backend error: circuit breaker open, Redis not called
+	// breaker half-open
+	// login  allowed=true  degraded=false retry=0s    breaker closed    cause: <nil>
 }
