@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // benchKeys are the subjects the benchmarks spread decisions over.
@@ -165,4 +167,39 @@ func BenchmarkDecision(b *testing.B) {
 			return r, err
 		}, false)
 	})
+}
+
+// BenchmarkBreaker measures a decision made while the breaker is open,
+// which reads the breaker's clock each time: the monotonic clock, and a
+// client clock (WithBreakerClock). Neither allocates. It needs no Redis:
+//
+//	go test -run '^$' -bench Breaker -benchmem .
+func BenchmarkBreaker(b *testing.B) {
+	var ns atomic.Int64
+	ns.Store(time.Now().UnixNano())
+	client := strategy.ClockFunc(func() time.Time { return time.Unix(0, ns.Load()) })
+	for _, c := range []struct {
+		name string
+		opts []ratelimit.BreakerOption
+	}{
+		{"monotonic clock", nil},
+		{"client clock", []ratelimit.BreakerOption{ratelimit.WithBreakerClock(client)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var calls atomic.Int64
+			breaker := mustBreaker(b, 1, time.Hour, c.opts...)
+			l, err := ratelimit.Wrap(refusing(&calls), ratelimit.Config{OnFailure: ratelimit.FailClosed}, ratelimit.WithBreaker(breaker))
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Allow(context.Background(), "open the breaker")
+			if s := breaker.State(); s != ratelimit.BreakerOpen {
+				b.Fatalf("breaker %v, want open", s)
+			}
+			runDecisions(b, l.Allow, true)
+			if n := calls.Load(); n != 1 {
+				b.Fatalf("%d calls reached the strategy, want 1", n)
+			}
+		})
+	}
 }
