@@ -71,9 +71,10 @@ const (
 // limiter's client clock (WithClock) when one is set. A Breaker given with
 // WithBreaker keeps its own clock whatever the clocks of the limiters that
 // share it: give it theirs with WithBreakerClock so that a test steps the
-// limiters and the breaker together. A closed breaker reads no clock; an
-// open or half-open one reads it on each decision, on the goroutine that
-// makes it (so concurrently when decisions are), and in State.
+// limiters and the breaker together. The clock is read on the goroutine
+// that makes a decision (so concurrently when decisions are), never on one
+// of the breaker's own: by an open or half-open breaker on each decision
+// and in State, by a closed one only when a failure opens it.
 type Breaker struct {
 	failures int32
 	cooldown time.Duration
