@@ -34,7 +34,9 @@ func TestFieldErrorNamesTheField(t *testing.T) {
 		{"bad local share", with(func(c *ratelimit.Config) { c.LocalShare = 2 }), "LocalShare", "local_share", "LocalShare must be in [0, 1]", strategy.ErrInvalidOption},
 		{"negative timeout", with(func(c *ratelimit.Config) { c.Timeout = -1 }), "Timeout", "timeout", "Timeout must be >= 0", strategy.ErrInvalidOption},
 		{"tier limit", with(func(c *ratelimit.Config) { c.Tiers = map[string]ratelimit.Limit{"pro": {Limit: -1}} }), "Tiers.pro.Limit", "tiers.pro.limit", `Tiers: tier "pro": Limit must be >= 0`, strategy.ErrInvalidLimit},
-		{"tier window", with(func(c *ratelimit.Config) { c.Tiers = map[string]ratelimit.Limit{"pro": {Limit: 5, Window: time.Second}} }), "Tiers.pro.Window", "tiers.pro.window", "Window must be 0 or the policy's", strategy.ErrInvalidLimit},
+		{"tier window", with(func(c *ratelimit.Config) {
+			c.Tiers = map[string]ratelimit.Limit{"pro": {Limit: 5, Window: time.Second}}
+		}), "Tiers.pro.Window", "tiers.pro.window", "Window must be 0 or the policy's", strategy.ErrInvalidLimit},
 		{"candidate window", with(func(c *ratelimit.Config) {
 			c.Candidate = &ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 5}
 		}), "Candidate.Window", "candidate.window", "Window must be > 0", strategy.ErrInvalidLimit},
