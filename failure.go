@@ -98,16 +98,18 @@ func checkFailure(cfg Config, wrapped bool) error {
 	switch cfg.Mode {
 	case "", ModeEnforce, ModeShadow:
 	default:
+		mode := cfg.Mode // captured by the message alone: cfg stays on the stack
 		return invalid("Mode", func(name func(string) string) string {
-			return fmt.Sprintf("%s must be %q or %q (empty means %q), got %s", name("Mode"), ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(cfg.Mode)))
+			return fmt.Sprintf("%s must be %q or %q (empty means %q), got %s", name("Mode"), ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(mode)))
 		})
 	}
 	switch cfg.OnFailure {
 	case "", FailOpen, FailClosed, FailLocal:
 	default:
+		policy := cfg.OnFailure
 		return invalid("OnFailure", func(name func(string) string) string {
 			return fmt.Sprintf("%s must be %q, %q or %q (empty means %q), got %s",
-				name("OnFailure"), FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(cfg.OnFailure)))
+				name("OnFailure"), FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(policy)))
 		})
 	}
 	if s := cfg.LocalShare; math.IsNaN(s) || s < 0 || s > 1 {
@@ -115,14 +117,14 @@ func checkFailure(cfg Config, wrapped bool) error {
 			return fmt.Sprintf("%s must be in [0, 1] (0 means 1), got %v", name("LocalShare"), s)
 		})
 	}
-	switch {
-	case cfg.Timeout < 0:
+	switch timeout := cfg.Timeout; {
+	case timeout < 0:
 		return invalid("Timeout", func(name func(string) string) string {
-			return fmt.Sprintf("%s must be >= 0 (0 means %s), got %s", name("Timeout"), DefaultTimeout, cfg.Timeout)
+			return fmt.Sprintf("%s must be >= 0 (0 means %s), got %s", name("Timeout"), DefaultTimeout, timeout)
 		})
-	case cfg.Timeout > MaxTimeout:
+	case timeout > MaxTimeout:
 		return invalid("Timeout", func(name func(string) string) string {
-			return fmt.Sprintf("%s must be <= %s, got %s", name("Timeout"), MaxTimeout, cfg.Timeout)
+			return fmt.Sprintf("%s must be <= %s, got %s", name("Timeout"), MaxTimeout, timeout)
 		})
 	}
 	if !wrapped {
@@ -137,8 +139,9 @@ func checkFailure(cfg Config, wrapped bool) error {
 		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0},
 	} {
 		if f.set {
-			return newFieldError(strategy.ErrInvalidOption, f.name, jsonName(f.name), "Wrap: ", "Wrap: ", func(name func(string) string) string {
-				return name(f.name) + " must be zero: the strategy given is what is enforced"
+			field := f.name
+			return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "Wrap: ", "Wrap: ", func(name func(string) string) string {
+				return name(field) + " must be zero: the strategy given is what is enforced"
 			})
 		}
 	}

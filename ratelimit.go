@@ -396,14 +396,14 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	shards := func(text func(name func(string) string) string) error {
 		return newFieldError(strategy.ErrInvalidOption, "Shards", jsonName("Shards"), "", "", text)
 	}
-	switch {
-	case cfg.Shards < 0:
+	switch n := cfg.Shards; { // the messages capture n, so that cfg stays on the stack
+	case n < 0:
 		return nil, shards(func(name func(string) string) string {
-			return fmt.Sprintf("%s must be >= 0, got %d", name("Shards"), cfg.Shards)
+			return fmt.Sprintf("%s must be >= 0, got %d", name("Shards"), n)
 		})
-	case cfg.Shards > sharded.MaxShards:
+	case n > sharded.MaxShards:
 		return nil, shards(func(name func(string) string) string {
-			return fmt.Sprintf("%s must be <= %d (sharded.MaxShards), got %d", name("Shards"), sharded.MaxShards, cfg.Shards)
+			return fmt.Sprintf("%s must be <= %d (sharded.MaxShards), got %d", name("Shards"), sharded.MaxShards, n)
 		})
 	}
 	mk := func(lim strategy.Limit) (strategy.Strategy, error) {
@@ -420,10 +420,13 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	} else {
 		st, err = mk(cfg.limit())
 	}
-	if fe := asFieldError(err); fe != nil { // an invalid Limit, Window, Burst or Prefix
-		return nil, fe
+	if err != nil {
+		if fe := asFieldError(err); fe != nil { // an invalid Limit, Window, Burst or Prefix
+			return nil, fe
+		}
+		return nil, err
 	}
-	return st, err
+	return st, nil
 }
 
 // checkAlgorithm reports whether a names an algorithm (Algorithms, or
@@ -487,9 +490,10 @@ func (c Config) candidate() (Config, error) {
 		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
 	} {
 		if f.set {
-			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+f.name, "candidate."+jsonName(f.name), "Candidate: ", "candidate: ",
+			field := f.name
+			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+field, "candidate."+jsonName(field), "Candidate: ", "candidate: ",
 				func(name func(string) string) string {
-					return name(f.name) + " must be empty: a candidate is only an algorithm and its limit"
+					return name(field) + " must be empty: a candidate is only an algorithm and its limit"
 				})
 		}
 	}
@@ -497,9 +501,10 @@ func (c Config) candidate() (Config, error) {
 		cc.Prefix = c.Prefix
 	}
 	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
+		a := c.Algorithm
 		return cc, newFieldError(strategy.ErrInvalidOption, "Candidate.Prefix", "candidate.prefix", "Candidate: ", "candidate: ",
 			func(name func(string) string) string {
-				return fmt.Sprintf("%s must differ from the policy's when %s is the same (%q), or the two share keys", name("Prefix"), name("Algorithm"), c.Algorithm)
+				return fmt.Sprintf("%s must differ from the policy's when %s is the same (%q), or the two share keys", name("Prefix"), name("Algorithm"), a)
 			})
 	}
 	return cc, nil
@@ -536,8 +541,9 @@ func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.
 	}
 	switch {
 	case cfg.Algorithm != Multi:
+		a := cfg.Algorithm // captured by the message alone: cfg stays on the stack
 		return nil, invalid("Rules", func(name func(string) string) string {
-			return fmt.Sprintf("%s need %s %q, got %s", name("Rules"), name("Algorithm"), Multi, quote.Value(string(cfg.Algorithm)))
+			return fmt.Sprintf("%s need %s %q, got %s", name("Rules"), name("Algorithm"), Multi, quote.Value(string(a)))
 		})
 	case len(cfg.Rules) == 0:
 		return nil, invalid("Rules", func(name func(string) string) string {
