@@ -93,26 +93,40 @@ func (circuitOpen) Is(target error) bool {
 // checkFailure validates the failure settings of cfg; wrapped says that cfg
 // was given to Wrap, which takes no strategy fields.
 func checkFailure(cfg Config, wrapped bool) error {
+	invalid := func(field string, text func(name func(string) string) string) error {
+		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "", "", text)
+	}
 	switch cfg.Mode {
 	case "", ModeEnforce, ModeShadow:
 	default:
-		return fmt.Errorf("%w: Mode must be %q or %q (empty means %q), got %s",
-			strategy.ErrInvalidOption, ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(cfg.Mode)))
+		mode := cfg.Mode // captured by the message alone: cfg stays on the stack
+		return invalid("Mode", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be %q or %q (empty means %q), got %s", name("Mode"), ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(mode)))
+		})
 	}
 	switch cfg.OnFailure {
 	case "", FailOpen, FailClosed, FailLocal:
 	default:
-		return fmt.Errorf("%w: OnFailure must be %q, %q or %q (empty means %q), got %s",
-			strategy.ErrInvalidOption, FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(cfg.OnFailure)))
+		policy := cfg.OnFailure
+		return invalid("OnFailure", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be %q, %q or %q (empty means %q), got %s",
+				name("OnFailure"), FailOpen, FailClosed, FailLocal, FailOpen, quote.Value(string(policy)))
+		})
 	}
 	if s := cfg.LocalShare; math.IsNaN(s) || s < 0 || s > 1 {
-		return fmt.Errorf("%w: LocalShare must be in [0, 1] (0 means 1), got %v", strategy.ErrInvalidOption, s)
+		return invalid("LocalShare", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be in [0, 1] (0 means 1), got %v", name("LocalShare"), s)
+		})
 	}
-	switch {
-	case cfg.Timeout < 0:
-		return fmt.Errorf("%w: Timeout must be >= 0 (0 means %s), got %s", strategy.ErrInvalidOption, DefaultTimeout, cfg.Timeout)
-	case cfg.Timeout > MaxTimeout:
-		return fmt.Errorf("%w: Timeout must be <= %s, got %s", strategy.ErrInvalidOption, MaxTimeout, cfg.Timeout)
+	switch timeout := cfg.Timeout; {
+	case timeout < 0:
+		return invalid("Timeout", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be >= 0 (0 means %s), got %s", name("Timeout"), DefaultTimeout, timeout)
+		})
+	case timeout > MaxTimeout:
+		return invalid("Timeout", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be <= %s, got %s", name("Timeout"), MaxTimeout, timeout)
+		})
 	}
 	if !wrapped {
 		return nil
@@ -126,7 +140,10 @@ func checkFailure(cfg Config, wrapped bool) error {
 		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0},
 	} {
 		if f.set {
-			return fmt.Errorf("%w: Wrap: %s must be zero: the strategy given is what is enforced", strategy.ErrInvalidOption, f.name)
+			field := f.name
+			return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "Wrap: ", "Wrap: ", func(name func(string) string) string {
+				return name(field) + " must be zero: the strategy given is what is enforced"
+			})
 		}
 	}
 	return nil

@@ -48,21 +48,27 @@ type Policies map[string]Config
 
 // PolicyError reports an invalid policy: which one, and what is wrong with
 // it. It wraps the underlying error (strategy.ErrInvalidLimit,
-// strategy.ErrInvalidOption ...), so errors.Is works.
+// strategy.ErrInvalidOption ...), so errors.Is works, and errors.As finds
+// the *FieldError of an invalid Config field.
 type PolicyError struct {
 	Policy string // the policy's name
-	Field  string // the JSON field at fault ("window"), or "" when the message names it
+	Field  string // the JSON path of the field at fault ("window", "tiers.pro.limit"), or "" when the error is not a field's
 	Err    error
+
+	json bool // the policy was read from JSON: the message names JSON fields
 }
 
 // Error returns e.g. `ratelimit: policy "login": field "window": invalid
 // limit: want a duration string like "1m" or "1h30m", got 60`. Names and
 // values longer than 32 bytes are quoted up to their 32nd byte, then "...".
 func (e *PolicyError) Error() string {
-	// The wrapped messages come from several layers, each with its prefix.
-	msg := strings.ReplaceAll(e.Err.Error(), "ratelimit: ", "")
-	switch {
-	case e.Field != "":
+	msg := e.Err.Error()
+	if fe := (*FieldError)(nil); e.json && errors.As(e.Err, &fe) {
+		msg = fe.jsonMessage()
+	}
+	// one package prefix, this message's
+	msg = strings.TrimPrefix(msg, "ratelimit: ")
+	if e.Field != "" {
 		return fmt.Sprintf("ratelimit: policy %s: field %s: %s", quote.Value(e.Policy), quote.Value(e.Field), msg)
 	}
 	return fmt.Sprintf("ratelimit: policy %s: %s", quote.Value(e.Policy), msg)
@@ -70,18 +76,6 @@ func (e *PolicyError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *PolicyError) Unwrap() error { return e.Err }
-
-// fieldError is an invalid value of one Config field, which it names by its
-// path in a policy document (json: "tiers.pro.limit", "candidate.window"),
-// so that policyError takes the field from the error rather than from its
-// message. Its message is err's, which names the field as Go does.
-type fieldError struct {
-	json string
-	err  error
-}
-
-func (e *fieldError) Error() string { return e.err.Error() }
-func (e *fieldError) Unwrap() error { return e.err }
 
 const maxPolicyName = 64
 
@@ -101,16 +95,25 @@ const (
 // validPolicyName reports whether name is 1 to maxPolicyName bytes of
 // [A-Za-z0-9_.-].
 func validPolicyName(name string) error {
+	if problem := policyNameProblem(name); problem != "" {
+		return fmt.Errorf("%w: %s", strategy.ErrInvalidOption, problem)
+	}
+	return nil
+}
+
+// policyNameProblem returns what is wrong with name as a policy (or tier)
+// name, or "".
+func policyNameProblem(name string) string {
 	if name == "" || len(name) > maxPolicyName {
-		return fmt.Errorf("%w: a policy name must be 1 to %d bytes, got %d", strategy.ErrInvalidOption, maxPolicyName, len(name))
+		return fmt.Sprintf("a policy name must be 1 to %d bytes, got %d", maxPolicyName, len(name))
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("%w: a policy name may hold only ASCII letters, digits, '_', '-' and '.', got %s", strategy.ErrInvalidOption, quote.Value(name))
+			return fmt.Sprintf("a policy name may hold only ASCII letters, digits, '_', '-' and '.', got %s", quote.Value(name))
 		}
 	}
-	return nil
+	return ""
 }
 
 // Names returns the policy names, sorted.
@@ -322,64 +325,13 @@ func (p *Policies) UnmarshalJSON(data []byte) error {
 }
 
 // jsonNamed makes a validation error of a policy read from JSON name the
-// JSON field at fault, not the Go one: "on_failure must", not "OnFailure
-// must".
+// JSON fields, not the Go ones: "on_failure must", not "OnFailure must".
 func jsonNamed(err error) error {
-	var pe *PolicyError
-	if !errors.As(err, &pe) {
-		return err
+	if pe := (*PolicyError)(nil); errors.As(err, &pe) {
+		pe.json = true
 	}
-	if pe.Field == "" {
-		pe = policyError(pe.Policy, pe.Err)
-	}
-	if pe.Field == "" {
-		return err
-	}
-	return &PolicyError{Policy: pe.Policy, Field: pe.Field, Err: jsonMessage{pe.Err, pe.Field}}
+	return err
 }
-
-// jsonMessage is an error whose message names Config fields by their JSON
-// names; it unwraps to the original. field is the JSON path of the field at
-// fault.
-type jsonMessage struct {
-	err   error
-	field string
-}
-
-func (m jsonMessage) Error() string {
-	// every field, wherever the message names it as a word outside a
-	// quoted value: the field at fault ("tiers.pro.limit": Tiers, Limit)
-	// and the others it refers to ("Window in ms")
-	msg := m.err.Error()
-	for _, f := range configFields {
-		msg = replaceWord(msg, f.goName, f.jsonName)
-	}
-	return msg
-}
-
-// replaceWord replaces each occurrence of the identifier old in msg by new,
-// but inside double quotes (quoted values).
-func replaceWord(msg, old, new string) string {
-	var b strings.Builder
-	quoted := false
-	for i := 0; i < len(msg); i++ {
-		c := msg[i]
-		if c == '"' && (i == 0 || msg[i-1] != '\\') {
-			quoted = !quoted
-		}
-		if !quoted && strings.HasPrefix(msg[i:], old) &&
-			(i == 0 || !isIdentByte(msg[i-1])) &&
-			(i+len(old) == len(msg) || !isIdentByte(msg[i+len(old)])) {
-			b.WriteString(new)
-			i += len(old) - 1
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-func (m jsonMessage) Unwrap() error { return m.err }
 
 // MarshalJSON encodes the policies in the format UnmarshalJSON reads, with
 // windows as Go duration strings ("1m0s"), omitting zero fields.
@@ -544,7 +496,7 @@ func decodePolicyAt(data []byte, depth int) (Config, error) {
 			if err != nil {
 				var pe *PolicyError
 				if errors.As(err, &pe) && pe.Field != "" {
-					return c, &PolicyError{Field: "candidate." + pe.Field, Err: pe.Err}
+					return c, &PolicyError{Field: "candidate." + pe.Field, Err: pe.Err, json: pe.json}
 				}
 				return c, fieldErr(err)
 			}
@@ -575,7 +527,7 @@ func decodePolicyAt(data []byte, depth int) (Config, error) {
 	// fields required depend on it
 	if slices.ContainsFunc(entries, func(e entry) bool { return e.key == "algorithm" }) {
 		if err := checkAlgorithm(c.Algorithm); err != nil {
-			return c, &PolicyError{Field: "algorithm", Err: jsonMessage{err, "algorithm"}}
+			return c, &PolicyError{Field: "algorithm", Err: err, json: true}
 		}
 	}
 	required := []string{"algorithm", "limit", "window"}

@@ -34,6 +34,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -47,6 +48,7 @@ import (
 	"github.com/ratekit/ratelimit/compare"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/sharded"
@@ -268,7 +270,7 @@ func (l *Limiter) Evicted() uint64 { return l.ev.total.Load() }
 
 // New returns a Limiter for cfg that keeps its state in Redis through rdb (a
 // *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client). It
-// fails, naming the field, when cfg is invalid.
+// fails with a *FieldError naming the field when cfg is invalid.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
@@ -391,11 +393,18 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		return nil, err
 	}
 	a := algorithms[cfg.Algorithm]
-	switch {
-	case cfg.Shards < 0:
-		return nil, fmt.Errorf("%w: Shards must be >= 0, got %d", strategy.ErrInvalidOption, cfg.Shards)
-	case cfg.Shards > sharded.MaxShards:
-		return nil, fmt.Errorf("%w: Shards must be <= %d (sharded.MaxShards), got %d", strategy.ErrInvalidOption, sharded.MaxShards, cfg.Shards)
+	shards := func(text func(name func(string) string) string) error {
+		return newFieldError(strategy.ErrInvalidOption, "Shards", jsonName("Shards"), "", "", text)
+	}
+	switch n := cfg.Shards; { // the messages capture n, so that cfg stays on the stack
+	case n < 0:
+		return nil, shards(func(name func(string) string) string {
+			return fmt.Sprintf("%s must be >= 0, got %d", name("Shards"), n)
+		})
+	case n > sharded.MaxShards:
+		return nil, shards(func(name func(string) string) string {
+			return fmt.Sprintf("%s must be <= %d (sharded.MaxShards), got %d", name("Shards"), sharded.MaxShards, n)
+		})
 	}
 	mk := func(lim strategy.Limit) (strategy.Strategy, error) {
 		if rdb == nil {
@@ -403,11 +412,21 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		}
 		return a.newRedis(rdb, lim, so...)
 	}
+	var st strategy.Strategy
+	var err error
 	if cfg.Shards > 1 {
 		// each shard's strategy through the same constructor, with its share
-		return sharded.New(cfg.Shards, cfg.limit(), mk)
+		st, err = sharded.New(cfg.Shards, cfg.limit(), mk)
+	} else {
+		st, err = mk(cfg.limit())
 	}
-	return mk(cfg.limit())
+	if err != nil {
+		if fe := asFieldError(err); fe != nil { // an invalid Limit, Window, Burst or Prefix
+			return nil, fe
+		}
+		return nil, err
+	}
+	return st, nil
 }
 
 // checkAlgorithm reports whether a names an algorithm (Algorithms, or
@@ -420,7 +439,9 @@ func checkAlgorithm(a Algorithm) error {
 	for _, n := range append(Algorithms(), Multi) {
 		names = append(names, fmt.Sprintf("%q", n))
 	}
-	return fmt.Errorf("%w: Algorithm must be one of %s, got %s", strategy.ErrInvalidOption, strings.Join(names, ", "), quote.Value(string(a)))
+	return newFieldError(strategy.ErrInvalidOption, "Algorithm", jsonName("Algorithm"), "", "", func(name func(string) string) string {
+		return fmt.Sprintf("%s must be one of %s, got %s", name("Algorithm"), strings.Join(names, ", "), quote.Value(string(a)))
+	})
 }
 
 // buildCompared returns the strategy cfg describes, with its candidate
@@ -469,35 +490,35 @@ func (c Config) candidate() (Config, error) {
 		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
 	} {
 		if f.set {
-			return cc, &fieldError{json: "candidate" + jsonSuffix(f.name),
-				err: fmt.Errorf("%w: Candidate: %s must be empty: a candidate is only an algorithm and its limit", strategy.ErrInvalidOption, f.name)}
+			field := f.name
+			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+field, "candidate."+jsonName(field), "Candidate: ", "candidate: ",
+				func(name func(string) string) string {
+					return name(field) + " must be empty: a candidate is only an algorithm and its limit"
+				})
 		}
 	}
 	if cc.Prefix == "" {
 		cc.Prefix = c.Prefix
 	}
 	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
-		return cc, &fieldError{json: "candidate.prefix",
-			err: fmt.Errorf("%w: Candidate: Prefix must differ from the policy's when Algorithm is the same (%q), or the two share keys", strategy.ErrInvalidOption, c.Algorithm)}
+		a := c.Algorithm
+		return cc, newFieldError(strategy.ErrInvalidOption, "Candidate.Prefix", "candidate.prefix", "Candidate: ", "candidate: ",
+			func(name func(string) string) string {
+				return fmt.Sprintf("%s must differ from the policy's when %s is the same (%q), or the two share keys", name("Prefix"), name("Algorithm"), a)
+			})
 	}
 	return cc, nil
 }
 
-// candidateError returns err, from building a candidate, as a *fieldError
-// naming the candidate's field at fault ("candidate.window").
+// candidateError returns err, from building a candidate, as a *FieldError
+// of the candidate's field at fault ("Candidate.Window"), or of Candidate
+// when err names no field.
 func candidateError(err error) error {
-	return &fieldError{json: "candidate" + jsonSuffix(policyError("", err).Field), err: fmt.Errorf("%w (Candidate)", err)}
-}
-
-// jsonSuffix returns "." and the JSON name of a Config field given by its
-// Go or JSON name, or "" when it has none.
-func jsonSuffix(field string) string {
-	for _, f := range configFields {
-		if f.goName == field || f.jsonName == field {
-			return "." + f.jsonName
-		}
+	wrapped := fmt.Errorf("%w (Candidate)", err)
+	if fe := asFieldError(err); fe != nil {
+		return fe.within("Candidate", wrapped, " (candidate)")
 	}
-	return ""
+	return &FieldError{Field: "Candidate", JSON: jsonName("Candidate"), Err: wrapped}
 }
 
 // compareReport tells a Limiter's Observer of each comparison its
@@ -515,20 +536,59 @@ func (c *compareReport) report(ctx context.Context, n int64, _, candidate strate
 
 // buildMulti returns the multilimit strategy of a Multi cfg.
 func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.Strategy, error) {
+	invalid := func(field string, text func(name func(string) string) string) error {
+		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "", "", text)
+	}
 	switch {
 	case cfg.Algorithm != Multi:
-		return nil, fmt.Errorf("%w: Rules need Algorithm %q, got %s", strategy.ErrInvalidOption, Multi, quote.Value(string(cfg.Algorithm)))
+		a := cfg.Algorithm // captured by the message alone: cfg stays on the stack
+		return nil, invalid("Rules", func(name func(string) string) string {
+			return fmt.Sprintf("%s need %s %q, got %s", name("Rules"), name("Algorithm"), Multi, quote.Value(string(a)))
+		})
 	case len(cfg.Rules) == 0:
-		return nil, fmt.Errorf("%w: Rules: Algorithm %q needs at least one rule", strategy.ErrInvalidOption, Multi)
+		return nil, invalid("Rules", func(name func(string) string) string {
+			return fmt.Sprintf("%s: %s %q needs at least one rule", name("Rules"), name("Algorithm"), Multi)
+		})
 	case cfg.Limit != 0 || cfg.Window != 0 || cfg.Burst != 0:
-		return nil, fmt.Errorf("%w: Limit, Window and Burst must be 0 with Algorithm %q: each rule has its own", strategy.ErrInvalidOption, Multi)
+		field := "Limit"
+		if cfg.Limit == 0 {
+			field = "Window"
+			if cfg.Window == 0 {
+				field = "Burst"
+			}
+		}
+		return nil, invalid(field, func(name func(string) string) string {
+			return fmt.Sprintf("%s, %s and %s must be 0 with %s %q: each rule has its own", name("Limit"), name("Window"), name("Burst"), name("Algorithm"), Multi)
+		})
 	case cfg.Shards > 1:
-		return nil, fmt.Errorf("%w: Shards must be 0 or 1 with Algorithm %q", strategy.ErrInvalidOption, Multi)
+		return nil, invalid("Shards", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be 0 or 1 with %s %q", name("Shards"), name("Algorithm"), Multi)
+		})
 	}
+	var st strategy.Strategy
+	var err error
 	if rdb == nil {
-		return multilimit.NewLocal(cfg.Rules, so...)
+		st, err = multilimit.NewLocal(cfg.Rules, so...)
+	} else {
+		st, err = multilimit.New(rdb, cfg.Rules, so...)
 	}
-	return multilimit.New(rdb, cfg.Rules, so...)
+	if err != nil {
+		if fe := (*fielderr.Error)(nil); errors.As(err, &fe) && fe.Field == "Prefix" {
+			return nil, asFieldError(err)
+		}
+		return nil, ruleError(err)
+	}
+	return st, nil
+}
+
+// ruleError returns err, from multilimit's constructor, as a *FieldError
+// of Rules.
+func ruleError(err error) *FieldError {
+	fe := &FieldError{Field: "Rules", JSON: jsonName("Rules"), Err: err}
+	if inner := asFieldError(err); inner != nil {
+		fe.jsonMsg = inner.jsonMessage()
+	}
+	return fe
 }
 
 // Config returns the configuration the Limiter enforces. For a Limiter made

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"errors"
 	"maps"
 	"reflect"
 	"strings"
@@ -211,48 +210,12 @@ func sameScoped(name string, a, b Config) bool {
 	return sameConfig(sa, sb)
 }
 
-// configFields maps the Config fields that validation errors name (as
-// "Window must be > 0") to their JSON names. Extend it with Config.
-var configFields = []struct{ goName, jsonName string }{
-	{"Algorithm", "algorithm"},
-	{"Limit", "limit"},
-	{"Window", "window"},
-	{"Burst", "burst"},
-	{"Shards", "shards"},
-	{"prefix", "prefix"}, // strategy.WithPrefix's message
-	{"Prefix", "prefix"},
-	{"OnFailure", "on_failure"},
-	{"LocalShare", "local_share"},
-	{"Timeout", "timeout"},
-	{"Mode", "mode"},
-	{"Tiers", "tiers"},
-	{"Rules", "rules"},
-	{"Candidate", "candidate"},
-}
-
 // policyError returns err, from building policy name's Limiter, as a
-// *PolicyError naming the JSON field the message names first, if any.
+// *PolicyError naming the JSON path of the field at fault, if any.
 func policyError(name string, err error) *PolicyError {
-	if fe := (*fieldError)(nil); errors.As(err, &fe) {
-		return &PolicyError{Policy: name, Field: fe.json, Err: err}
+	pe := &PolicyError{Policy: name, Err: err}
+	if fe := asFieldError(err); fe != nil {
+		pe.Field = fe.JSON
 	}
-	msg := err.Error()
-	field, at := "", len(msg)
-	for _, f := range configFields {
-		for _, form := range []string{f.goName + " must", f.goName + ":"} {
-			i := strings.Index(msg, form)
-			if i < 0 || i >= at {
-				continue
-			}
-			if i > 0 && isIdentByte(msg[i-1]) {
-				continue // part of a longer name
-			}
-			field, at = f.jsonName, i
-		}
-	}
-	return &PolicyError{Policy: name, Field: field, Err: err}
-}
-
-func isIdentByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+	return pe
 }

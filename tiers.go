@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -20,11 +20,16 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 	if len(l.cfg.Tiers) == 0 {
 		return l, nil
 	}
+	tiers := func(problem string) error {
+		return newFieldError(strategy.ErrInvalidOption, "Tiers", jsonName("Tiers"), "", "", func(name func(string) string) string {
+			return name("Tiers") + ": " + problem
+		})
+	}
 	if len(l.cfg.Tiers) > MaxTiers {
-		return nil, &fieldError{json: "tiers", err: fmt.Errorf("%w: Tiers: want at most %d (MaxTiers), got %d", strategy.ErrInvalidOption, MaxTiers, len(l.cfg.Tiers))}
+		return nil, tiers(fmt.Sprintf("want at most %d (MaxTiers), got %d", MaxTiers, len(l.cfg.Tiers)))
 	}
 	if _, ok := l.st.(strategy.LimitOverrider); !ok {
-		return nil, &fieldError{json: "tiers", err: fmt.Errorf("%w: Tiers: the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)}
+		return nil, tiers("the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)")
 	}
 	window := l.st.Limit().Window
 	l.tiers = make(map[string]*Limiter, len(l.cfg.Tiers))
@@ -35,14 +40,16 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 	slices.Sort(names) // the first invalid tier by name, whatever the map's order
 	for _, name := range names {
 		lim := l.cfg.Tiers[name]
-		if err := validPolicyName(name); err != nil {
-			return nil, &fieldError{json: "tiers", err: fmt.Errorf("%w: Tiers: %s", strategy.ErrInvalidOption, strings.TrimPrefix(err.Error(), strategy.ErrInvalidOption.Error()+": "))}
+		if problem := policyNameProblem(name); problem != "" {
+			return nil, tiers(problem)
 		}
 		if lim.Window == 0 {
 			lim.Window = window
 		}
 		if lim.Window != window {
-			return nil, &fieldError{json: "tiers." + name + ".window", err: fmt.Errorf("%w: Tiers: tier %s: Window must be 0 or the policy's %s, got %s", strategy.ErrInvalidLimit, quote.Value(name), window, lim.Window)}
+			return nil, tierError(strategy.ErrInvalidLimit, name, "Window", func(n func(string) string) string {
+				return fmt.Sprintf("%s must be 0 or the policy's %s, got %s", n("Window"), window, lim.Window)
+			})
 		}
 		t := *l
 		t.tiers = nil
@@ -64,42 +71,57 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 
 // checkTier reports whether the strategy, and the FailLocal twin with the
 // tier's share local, can decide under the tier's limit lim, as a
-// *fieldError naming the tier's field at fault (Limit, or Burst when the
+// *FieldError naming the tier's field at fault (Limit, or Burst when the
 // limit is valid without it).
 func (l *Limiter) checkTier(name string, lim, local strategy.Limit) error {
-	check := func(lim, local strategy.Limit) error {
+	// check returns the first error, and what to add to its message
+	check := func(lim, local strategy.Limit) (string, error) {
 		if err := lim.Validate(); err != nil {
-			return err
+			return "", err
 		}
 		if v, ok := l.st.(strategy.LimitValidator); ok {
 			if err := v.ValidateLimit(lim); err != nil {
-				return err
+				return "", err
 			}
 		}
 		if l.fail != nil && l.fail.local != nil {
 			if v, ok := l.fail.local.(strategy.LimitValidator); ok {
 				if err := v.ValidateLimit(local); err != nil {
-					return fmt.Errorf("%w (FailLocal's twin, with LocalShare)", err)
+					return " (FailLocal's twin, with LocalShare)", err
 				}
 			}
 		}
-		return nil
+		return "", nil
 	}
-	err := check(lim, local)
+	suffix, err := check(lim, local)
 	if err == nil {
 		return nil
 	}
 	field := "Limit"
-	if lim.Burst != 0 && check(strategy.Limit{Limit: lim.Limit, Window: lim.Window}, strategy.Limit{Limit: local.Limit, Window: local.Window}) == nil {
-		field = "Burst"
+	if lim.Burst != 0 {
+		if _, err := check(strategy.Limit{Limit: lim.Limit, Window: lim.Window}, strategy.Limit{Limit: local.Limit, Window: local.Window}); err == nil {
+			field = "Burst"
+		}
 	}
 	sentinel := strategy.ErrInvalidLimit
 	if !errors.Is(err, sentinel) {
 		sentinel = strategy.ErrInvalidOption
 	}
-	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
-	return &fieldError{json: "tiers." + name + "." + strings.ToLower(field),
-		err: fmt.Errorf("%w: Tiers: tier %s: %s", sentinel, quote.Value(name), msg)}
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) { // a strategy's own error that names no field
+		return &FieldError{Field: "Tiers." + name + "." + field, JSON: jsonName("Tiers") + "." + name + "." + jsonName(field),
+			Err: fmt.Errorf("%w (Tiers: tier %s)", err, quote.Value(name))}
+	}
+	return tierError(sentinel, name, field, func(n func(string) string) string { return fe.Detail(n) + suffix })
+}
+
+// tierError returns the *FieldError of the field of tier name, e.g.
+// "Tiers: tier "pro": Limit must be >= 0" ("tiers: tier "pro": limit must
+// be >= 0" in JSON).
+func tierError(sentinel error, name, field string, text func(name func(string) string) string) *FieldError {
+	ctx := func(n func(string) string) string { return n("Tiers") + ": tier " + quote.Value(name) + ": " }
+	return newFieldError(sentinel, "Tiers."+name+"."+field, jsonName("Tiers")+"."+name+"."+jsonName(field),
+		ctx(fielderr.Go), ctx(jsonName), text)
 }
 
 // Tier returns the Limiter that decides under the limit of the named tier

@@ -369,7 +369,7 @@ func TestMultiPolicy(t *testing.T) {
 		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "gcra", "limit": 1, "window": "1s"}]}}`, "gcra"},
 		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 1}]}}`, "required"},
 		{`{"a": {"algorithm": "multi", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, "must be 0"},
-		{`{"a": {"algorithm": "sliding_log", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, "Rules need"},
+		{`{"a": {"algorithm": "sliding_log", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, `field "rules": invalid option: rules need algorithm "multi"`},
 	} {
 		if _, err := ratelimit.ParsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
@@ -72,8 +73,9 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 // checkLimit bounds the memory of one subject.
 func checkLimit(lim strategy.Limit) error {
 	if lim.Limit > MaxLimit {
-		return fmt.Errorf("%w: compactlog: Limit must be <= %d, got %d (use sliding_log or sliding_counter)",
-			strategy.ErrInvalidLimit, MaxLimit, lim.Limit)
+		return fielderr.New(strategy.ErrInvalidLimit, "compactlog: ", "Limit", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be <= %d, got %d (use sliding_log or sliding_counter)", name("Limit"), MaxLimit, lim.Limit)
+		})
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -396,6 +397,11 @@ func (l *Limiter) ValidateLimit(lim strategy.Limit) error {
 	_, overrides := l.candidate.(strategy.LimitOverrider)
 	if v, ok := l.candidate.(strategy.LimitValidator); ok && overrides && l.candidate.Limit().Window == lim.Window {
 		if err := v.ValidateLimit(lim); err != nil {
+			if fe := (*fielderr.Error)(nil); errors.As(err, &fe) { // keep the field at fault
+				return fielderr.New(fe.Sentinel, fe.Scope, fe.Field, func(name func(string) string) string {
+					return fe.Text(name) + " (candidate)"
+				})
+			}
 			return fmt.Errorf("%w (candidate)", err)
 		}
 	}

@@ -3,12 +3,13 @@ package multilimit
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/strategy"
@@ -104,10 +105,13 @@ func setup(rules []Rule, opts []strategy.Option) ([]rule, settings.Options, erro
 	seen := make(map[string]int, len(rules))
 	for i, r := range rules {
 		if err := r.Limit.Validate(); err != nil {
-			// err reads "ratelimit: invalid limit: <detail>": name the rule
-			// in the detail, keeping the one prefix.
-			detail := strings.TrimPrefix(err.Error(), strategy.ErrInvalidLimit.Error()+": ")
-			return nil, o, fmt.Errorf("%w: multilimit: rules[%d]: %s", strategy.ErrInvalidLimit, i, detail)
+			// name the rule in the detail, keeping the one prefix and the
+			// field at fault
+			var fe *fielderr.Error
+			if errors.As(err, &fe) {
+				return nil, o, fielderr.New(fe.Sentinel, fmt.Sprintf("multilimit: rules[%d]: %s", i, fe.Scope), fe.Field, fe.Text)
+			}
+			return nil, o, err
 		}
 		w := r.Limit.Window.Milliseconds()
 		x := rule{Rule: r, limit: r.Limit.Limit, windowMs: w}
@@ -117,8 +121,9 @@ func setup(rules []Rule, opts []strategy.Option) ([]rule, settings.Options, erro
 		case strategy.FixedWindow:
 			x.kind, x.tag = kindFixedWindow, "fw"
 		default:
-			return nil, o, fmt.Errorf("%w: multilimit: rules[%d]: Algorithm must be %q or %q, got %q",
-				strategy.ErrInvalidOption, i, strategy.SlidingLog, strategy.FixedWindow, r.Algorithm)
+			return nil, o, fielderr.New(strategy.ErrInvalidOption, fmt.Sprintf("multilimit: rules[%d]: ", i), "Algorithm", func(name func(string) string) string {
+				return fmt.Sprintf("%s must be %q or %q, got %q", name("Algorithm"), strategy.SlidingLog, strategy.FixedWindow, r.Algorithm)
+			})
 		}
 		x.tag = Tag + ":" + x.tag + ":" + strconv.FormatInt(w, 10)
 		if j, dup := seen[x.tag]; dup {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
@@ -185,6 +186,11 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		if !ok {
 			var err error
 			if st, err = build(share); err != nil {
+				if fe := (*fielderr.Error)(nil); errors.As(err, &fe) { // keep the field at fault
+					return nil, fielderr.New(fe.Sentinel, fe.Scope, fe.Field, func(name func(string) string) string {
+						return fmt.Sprintf("%s (sharded: shard %d, limit %v)", fe.Text(name), i, share)
+					})
+				}
 				return nil, fmt.Errorf("%w (sharded: shard %d, limit %v)", err, i, share)
 			}
 			if st == nil {

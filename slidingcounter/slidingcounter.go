@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
@@ -63,8 +64,9 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 func checkProduct(lim strategy.Limit) error {
 	// Validate bounds both factors, so the product cannot overflow int64.
 	if w := lim.Window.Milliseconds(); lim.Limit*w > MaxProduct {
-		return fmt.Errorf("%w: slidingcounter: Limit x Window must be <= 2^52 unit-ms, got %d x %dms",
-			strategy.ErrInvalidLimit, lim.Limit, w)
+		return fielderr.New(strategy.ErrInvalidLimit, "slidingcounter: ", "Limit", func(name func(string) string) string {
+			return fmt.Sprintf("%s x %s must be <= 2^52 unit-ms, got %d x %dms", name("Limit"), name("Window"), lim.Limit, w)
+		})
 	}
 	return nil
 }

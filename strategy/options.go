@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/internal/settings"
 )
@@ -44,7 +45,10 @@ type Option func(*settings.Options)
 func WithPrefix(prefix string) Option {
 	return func(o *settings.Options) {
 		if strings.ContainsAny(prefix, "{}") && o.Err == nil {
-			o.Err = fmt.Errorf("%w: prefix must not contain '{' or '}', got %s", ErrInvalidOption, quote.Value(prefix))
+			o.Err = fielderr.New(ErrInvalidOption, "", "Prefix", func(func(string) string) string {
+				// the option's own name, lowercase, whoever reads it
+				return fmt.Sprintf("prefix must not contain '{' or '}', got %s", quote.Value(prefix))
+			})
 		}
 		o.Prefix = prefix
 	}

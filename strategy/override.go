@@ -3,6 +3,8 @@ package strategy
 import (
 	"context"
 	"fmt"
+
+	"github.com/ratekit/ratelimit/internal/fielderr"
 )
 
 // LimitOverrider is implemented by strategies that can decide one call with
@@ -54,7 +56,9 @@ type LimitOverrider interface {
 // allocate when lim is valid.
 func ValidateOverride(base, lim Limit) error {
 	if lim.Window != base.Window {
-		return fmt.Errorf("%w: Window of a per-call limit must equal the strategy's %s, got %s", ErrInvalidLimit, base.Window, lim.Window)
+		return fielderr.New(ErrInvalidLimit, "", "Window", func(name func(string) string) string {
+			return fmt.Sprintf("%s of a per-call limit must equal the strategy's %s, got %s", name("Window"), base.Window, lim.Window)
+		})
 	}
 	return lim.Validate()
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ratekit/ratelimit/internal/fielderr"
 )
 
 // Never is the RetryAfter of a request that can never pass, because its cost
@@ -56,21 +58,26 @@ const MaxUnits = 1 << 40
 // Validate reports whether the limit can be enforced. The error wraps
 // ErrInvalidLimit and names the field and its value.
 func (l Limit) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fielderr.New(ErrInvalidLimit, "", field, func(name func(string) string) string {
+			return name(field) + " " + fmt.Sprintf(format, args...)
+		})
+	}
 	switch {
 	case l.Limit < 0:
-		return fmt.Errorf("%w: Limit must be >= 0, got %d", ErrInvalidLimit, l.Limit)
+		return bad("Limit", "must be >= 0, got %d", l.Limit)
 	case l.Limit > MaxUnits:
-		return fmt.Errorf("%w: Limit must be <= %d, got %d", ErrInvalidLimit, int64(MaxUnits), l.Limit)
+		return bad("Limit", "must be <= %d, got %d", int64(MaxUnits), l.Limit)
 	case l.Window <= 0:
-		return fmt.Errorf("%w: Window must be > 0, got %s", ErrInvalidLimit, l.Window)
+		return bad("Window", "must be > 0, got %s", l.Window)
 	case l.Window > MaxWindow:
-		return fmt.Errorf("%w: Window must be <= %s, got %s", ErrInvalidLimit, MaxWindow, l.Window)
+		return bad("Window", "must be <= %s, got %s", MaxWindow, l.Window)
 	case l.Window%time.Millisecond != 0:
-		return fmt.Errorf("%w: Window must be a whole number of milliseconds, got %s", ErrInvalidLimit, l.Window)
+		return bad("Window", "must be a whole number of milliseconds, got %s", l.Window)
 	case l.Burst < 0:
-		return fmt.Errorf("%w: Burst must be >= 0, got %d", ErrInvalidLimit, l.Burst)
+		return bad("Burst", "must be >= 0, got %d", l.Burst)
 	case l.Burst > MaxUnits:
-		return fmt.Errorf("%w: Burst must be <= %d, got %d", ErrInvalidLimit, int64(MaxUnits), l.Burst)
+		return bad("Burst", "must be <= %d, got %d", int64(MaxUnits), l.Burst)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package exact
 import (
 	"fmt"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -39,8 +40,10 @@ func Of(lim strategy.Limit) (Scale, error) {
 		if lim.Burst > 0 {
 			field = "Burst"
 		}
-		return Scale{}, fmt.Errorf("%w: %s %d with Window %s cannot be computed exactly: %s × Window/gcd(Limit, Window in ms) must be <= 2^51, got %d × %d",
-			strategy.ErrInvalidLimit, field, s.Capacity, lim.Window, field, s.Capacity, s.WP)
+		return Scale{}, fielderr.New(strategy.ErrInvalidLimit, "", field, func(name func(string) string) string {
+			return fmt.Sprintf("%s %d with %s %s cannot be computed exactly: %s × %s/gcd(%s, %s in ms) must be <= 2^51, got %d × %d",
+				name(field), s.Capacity, name("Window"), lim.Window, name(field), name("Window"), name("Limit"), name("Window"), s.Capacity, s.WP)
+		})
 	}
 	s.Full = s.Capacity * s.WP
 	return s, nil

@@ -3,6 +3,7 @@ package exact
 import (
 	"fmt"
 
+	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -21,8 +22,9 @@ func CheckCarry(lim strategy.Limit) error {
 		if lim.Burst > 0 {
 			field = "Burst"
 		}
-		return fmt.Errorf("%w: per-call limits need (%s + 1) × Window in ms < 2^53, got (%d + 1) × %d",
-			strategy.ErrInvalidLimit, field, c, w)
+		return fielderr.New(strategy.ErrInvalidLimit, "", field, func(name func(string) string) string {
+			return fmt.Sprintf("per-call limits need (%s + 1) × %s in ms < 2^53, got (%d + 1) × %d", name(field), name("Window"), c, w)
+		})
 	}
 	return nil
 }
