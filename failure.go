@@ -36,8 +36,9 @@ import (
 // not become an outage of every service that imports it unless its owner
 // chose so. Choose FailClosed where an unenforced limit costs more than
 // refusing service (logins, password resets, paid APIs), and FailLocal to
-// keep an approximate limit per process. docs/failure.md says how to set up the go-redis client so that a call abandoned at
-// Timeout frees its connection and is never re-sent.
+// keep an approximate limit per process. docs/failure.md says how to set
+// up the go-redis client so that a call abandoned at Timeout frees its
+// connection and is never re-sent.
 type FailurePolicy string
 
 // The failure policies.
