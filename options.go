@@ -117,12 +117,13 @@ func WithFallback(st strategy.Strategy) Option {
 // no request arrives. It is not used when Config.Shards > 1, nor for a
 // strategy given to Wrap whose Shards method returns more than 1 (as
 // sharded.Limiter's does): a sharded subject denied on the shards one
-// request tried may still have room on the others. With a Config.Candidate, a denial the cache answers is still
-// decided by the candidate, and its agreement reported, so that the
-// candidate sees every request (see compare.Limiter.CompareN): the
-// candidate's script call alone, within Config.Timeout, where the
-// candidate runs (on the caller's goroutine when pipelined, as by
-// default on a *redis.Client); the enforced strategy's call is saved.
+// request tried may still have room on the others. With a
+// Config.Candidate, a denial the cache answers is still decided by the
+// candidate, and its agreement reported, so that the candidate sees every
+// request (see compare.Limiter.CompareN): the candidate's script call
+// alone, within Config.Timeout, where the candidate runs (on the caller's
+// goroutine when pipelined, as by default on a *redis.Client); the
+// enforced strategy's call is saved.
 func WithDenyCache(maxSubjects int) Option {
 	return func(o *options) {
 		if maxSubjects <= 0 && o.err == nil {

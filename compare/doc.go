@@ -25,13 +25,12 @@
 //   - Pipelined (the default when both strategies are Redis strategies of
 //     this module, unsharded, on the same *redis.Client, *redis.ClusterClient
 //     or *redis.Ring): the enforced and the candidate script go to Redis
-//     together in one pipeline on the caller's goroutine, one round trip. Exact: the candidate sees each caller's requests in order and
-//     nothing is dropped. Measured on a real Redis (fixed window enforced,
-//     sliding log candidate, plain client, a loaded 2-core machine), a
-//     decision cost the caller 1.2 to 1.7 times the enforced strategy
-//     alone at concurrency 1, against 2.0 to 2.7 inline and 2.4 to 2.6 in
-//     the background (benchmarks/README.md says how to measure it at
-//     concurrency 64 and with batch.Client).
+//     together in one pipeline on the caller's goroutine, one round trip.
+//     Exact: the candidate sees each caller's requests in order and
+//     nothing is dropped. It saves the second round trip of the inline
+//     and background modes; BenchmarkCompareRatio measures the three as
+//     ratios to the enforced strategy alone (go test -run '^$' -bench
+//     CompareRatio -benchtime 1x ./compare).
 //   - Background (the default otherwise, a batch.Client included, which
 //     pipelines concurrent calls itself; or WithBackground): a goroutine
 //     of its own, started after the enforced decision and not waited for.
