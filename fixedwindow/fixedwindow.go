@@ -1,94 +1,119 @@
 package fixedwindow
 
 import (
-	"context"
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/exact"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-// Tag is the algorithm's part of every key: <prefix>fw:{<subject>}.
-const Tag = "fw"
 
 //go:embed fixedwindow.lua
 var scriptSrc string
 
-var script = redis.NewScript(scriptSrc)
+//go:embed refund.lua
+var refundSrc string
 
-// Limiter is the fixed window on Redis. It is safe for concurrent use.
-type Limiter struct {
-	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
-	shardAware
-	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
-	queueable
-	b redisx.Base
-	// the script's constant arguments, boxed once rather than per call
-	limitArg, windowArg any
-	// per-call limits (AllowNWith): the limit argument, boxed once
-	overrides redisx.Cache[any]
-}
+// Limiter is the fixed window on Redis; it implements strategy.Strategy,
+// LimitOverrider, Refunder and LimitValidator. It is safe for concurrent
+// use.
+type Limiter struct{ engine.Redis[params, counter] }
 
-var (
-	_ strategy.Strategy        = (*Limiter)(nil)
-	_ keys.ShardAware          = (*Limiter)(nil)
-	_ redisx.Queueable         = (*Limiter)(nil)
-	_ strategy.ContextHonourer = (*Limiter)(nil)
-)
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject's state is dropped when its window ends.
+type Local struct{ engine.Local[params, counter] }
 
 // New returns a fixed window that keeps its counters in Redis through rdb
-// (a *redis.Client, *redis.ClusterClient or *redis.Ring). lim.Burst is
-// ignored. It fails when lim or an option is invalid.
+// (a *redis.Client, *redis.ClusterClient or *redis.Ring) under the keys
+// <prefix>fw:{<subject>}. lim.Burst is ignored. It fails when lim or an
+// option is invalid.
 func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	b, err := redisx.NewBase("fixedwindow", Tag, rdb, lim, opts)
-	if err != nil {
-		return nil, err
+	return engine.New[Limiter](&spec, rdb, lim, opts)
+}
+
+// NewLocal returns the in-process twin of New. Of the options, WithClock
+// (default time.Now) and WithMaxSubjects matter.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	return engine.NewLocal[Local](&spec, lim, opts)
+}
+
+var spec = engine.Spec[params, counter]{
+	Name: "fixedwindow", Tag: "fw",
+	Script: redis.NewScript(scriptSrc),
+	// the refund, then the decision script as a peek: one atomic call
+	Refund: redis.NewScript(refundSrc + scriptSrc),
+	Params: func(lim strategy.Limit, _ *params) (params, error) {
+		w := lim.Window.Milliseconds()
+		return params{limit: lim.Limit, window: w, limitArg: lim.Limit, windowArg: w}, nil
+	},
+	Capacity: func(p *params) int64 { return p.limit },
+	Args: func(p, _ *params, n int64, now any) []any {
+		return []any{p.limitArg, p.windowArg, n, now}
+	},
+	RefundArgs: func(p, _ *params, n int64, now any) []any {
+		return []any{p.limitArg, p.windowArg, 0, now, n}
+	},
+	Decide: decide,
+	Give:   give,
+}
+
+// params are a limit's: units per window, the window in ms, and the same
+// boxed once as script arguments. A per-call limit changes only the units.
+type params struct {
+	limit, window       int64
+	limitArg, windowArg any
+}
+
+// counter is the units counted in window idx (now / window).
+type counter struct {
+	idx   int64
+	count int64
+}
+
+// decide is the decision script: n units against p in now's window.
+func decide(c *counter, p, _ *params, now, n int64) (strategy.Result, int64) {
+	idx := exact.FloorDiv(now, p.window)
+	left := (idx+1)*p.window - now
+	var count int64
+	if c.idx == idx {
+		count = c.count
 	}
-	b.Lim.Burst = 0
-	return &Limiter{b: b, limitArg: lim.Limit, windowArg: lim.Window.Milliseconds()}, nil
-}
-
-// Limit returns the limit the strategy enforces, with Burst 0: the
-// algorithm has no burst.
-func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
-
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does (see
-// strategy.ContextHonourer).
-func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
-
-// Key returns the Redis key that holds key's counter.
-func (l *Limiter) Key(key string) string { return l.b.Key(key) }
-
-// AllowN counts n units for key if the units already counted in the current
-// window plus n do not exceed the limit, in one script run.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	k, err := l.b.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
+	var res strategy.Result
+	reset := int64(0)
+	if count > 0 {
+		reset = left
 	}
-	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.limitArg, l.windowArg, n, l.b.Now())
+	switch want := max(n, 1); {
+	case want > p.limit:
+		res = engine.ResultOf(false, p.limit, max(p.limit-count, 0), -1, reset)
+	case count+want > p.limit:
+		res = engine.ResultOf(false, p.limit, max(p.limit-count, 0), left, left)
+	case n == 0:
+		res = engine.ResultOf(true, p.limit, p.limit-count, 0, reset)
+	default:
+		c.idx, c.count = idx, count+n
+		res = engine.ResultOf(true, p.limit, p.limit-count-n, 0, left)
+	}
+	return res, c.expires(p.window)
 }
 
-// Peek reports key's state now without counting anything or writing to
-// Redis.
-func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return l.AllowN(ctx, key, 0)
+// give is the refund script: up to n units back to now's window (units of
+// an earlier window no longer count), then a peek.
+func give(c *counter, own *params, now, n int64) (strategy.Result, int64) {
+	if c.idx == exact.FloorDiv(now, own.window) {
+		c.count -= min(n, c.count)
+	}
+	res, _ := decide(c, own, own, now, 0)
+	return res, c.expires(own.window)
 }
 
-// Reset deletes key's counter.
-func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
-
-// shardAware and queueable mark a Limiter as reading the shard index from
-// the context, and its Peek and Reset as one script call each, which the
-// sharded wrapper sends for all shards in one pipeline.
-type (
-	//lint:ignore U1000 used by the embedded field shardAware
-	shardAware = keys.Aware
-	//lint:ignore U1000 used by the embedded field queueable
-	queueable = redisx.Queue
-)
+// expires is until when c matters: its window's end, or 0 when empty.
+func (c *counter) expires(window int64) int64 {
+	if c.count == 0 {
+		return 0
+	}
+	return (c.idx + 1) * window
+}

@@ -1,0 +1,230 @@
+// Package engine implements the strategy contract once, for every
+// algorithm of this module: a generic Redis strategy (Redis) and a generic
+// in-process twin (Local) over an algorithm's Spec, and the one executor
+// (Run, Exec) that sends script calls, direct or pipelined, and owns NOSCRIPT
+// recovery.
+//
+// An algorithm package holds only what is its own: its Lua, a pure decide
+// over its state for the twin, its script arguments and its capacity rule,
+// gathered in a Spec.
+//
+// Every decision script returns either one integer or four. An allowed
+// decision (retry after 0) whose numbers fit returns the one integer
+//
+//	reset after in ms * (capacity + 1) + remaining
+//
+// (0 <= remaining <= capacity, and the script checks the value is below
+// 2^53 so that Lua's float arithmetic is exact). Every other decision
+// returns the table
+//
+//	{allowed (0 or 1), remaining, retry after in ms (-1: never), reset after in ms}
+//
+// The one integer spares go-redis decoding an array of boxed integers on
+// the common path.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Call is one script call as a value: what a strategy hands a pipeliner
+// (sharded, compare, batch) instead of running it.
+type Call struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+	// Capacity is the Result.Limit of a decision; a Call with Decode false
+	// (Del) has no Result.
+	Capacity int64
+	Decode   bool
+	// Done, when set, is the Call's outcome known without Redis (a limit
+	// of 0 denies everything): Run and Exec return it after checking ctx.
+	Done bool
+
+	Result strategy.Result // after Run or Exec
+	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures
+}
+
+// ServerTime is the "now" argument that makes a script read the server's
+// TIME.
+const ServerTime int64 = -1
+
+// serverTime is ServerTime, boxed once.
+var serverTime any = ServerTime
+
+// NowArg returns the "now" argument of a script: the client clock's time
+// in Unix milliseconds, or ServerTime (boxed once) when c is nil.
+func NowArg(c strategy.Clock) any {
+	if c == nil {
+		return serverTime
+	}
+	return c.Now().UnixMilli()
+}
+
+// backend wraps err as a backend failure.
+func backend(err error) error { return fmt.Errorf("%w: %w", strategy.ErrBackend, err) }
+
+// Run sends c on rdb (EVALSHA, then EVAL only on an explicit NOSCRIPT
+// reply) unless ctx is done, and sets c.Result and c.Err. A Submitter
+// (package batch) takes the call instead, to send it in a pipeline.
+func Run(ctx context.Context, rdb redis.Scripter, c *Call) {
+	if err := ctx.Err(); err != nil {
+		c.Err = backend(err)
+		return
+	}
+	if c.Done {
+		return
+	}
+	if s, ok := rdb.(Submitter); ok {
+		s.Submit(ctx, c)
+		return
+	}
+	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
+	c.finish(v, err)
+}
+
+// finish records the reply v of c, or its error.
+func (c *Call) finish(v any, err error) {
+	switch {
+	case err != nil:
+		c.Err = backend(err)
+	case c.Decode:
+		c.Result, c.Err = Decode(v, c.Capacity)
+	}
+}
+
+// pipeliner is a client that can pipeline: *redis.Client,
+// *redis.ClusterClient (which splits a pipeline per node and sends to the
+// nodes concurrently) and *redis.Ring.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// Exec sends the calls cs, all on rdb, and sets each one's Result and Err:
+// in one pipeline of EVALSHA when rdb can pipeline, one by one otherwise.
+// When some call is answered NOSCRIPT, its script is loaded (SCRIPT LOAD,
+// on every node of a cluster) and only those calls are sent again, in a
+// second pipeline: a call that ran is never sent twice.
+func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
+	p, ok := rdb.(pipeliner)
+	if !ok || len(cs) == 1 {
+		for _, c := range cs {
+			Run(ctx, rdb, c)
+		}
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		for _, c := range cs {
+			c.Err = backend(err)
+		}
+		return
+	}
+	retry := pipeline(ctx, p, cs)
+	if len(retry) == 0 {
+		return
+	}
+	// The server lost the scripts (SCRIPT FLUSH, a restart, a new node):
+	// load each once and send those calls again.
+	loaded := map[*redis.Script]error{}
+	for _, c := range retry {
+		if _, ok := loaded[c.Script]; !ok {
+			loaded[c.Script] = c.Script.Load(ctx, rdb).Err()
+		}
+	}
+	for _, c := range pipeline(ctx, p, retry) {
+		c.Err = backend(loaded[c.Script])
+	}
+}
+
+// pipeline sends cs in one pipeline of EVALSHA, finishes each call, and
+// returns those answered NOSCRIPT, unfinished.
+func pipeline(ctx context.Context, p pipeliner, cs []*Call) (noscript []*Call) {
+	pipe := p.Pipeline()
+	cmds := make([]*redis.Cmd, len(cs))
+	for i, c := range cs {
+		if !c.Done {
+			cmds[i] = c.Script.EvalSha(ctx, pipe, c.Keys, c.Args...)
+		}
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	for i, c := range cs {
+		if c.Done {
+			continue
+		}
+		v, err := cmds[i].Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			noscript = append(noscript, c)
+			continue
+		}
+		c.finish(v, err)
+	}
+	return noscript
+}
+
+// Decode decodes the reply v of a decision script whose capacity is
+// capacity (see the package doc). A table reply is decoded into an array
+// on the stack: no allocation beyond what go-redis makes.
+func Decode(v any, capacity int64) (strategy.Result, error) {
+	if x, ok := v.(int64); ok {
+		if x < 0 {
+			return strategy.Result{}, fmt.Errorf("%w: script reply: want a decision, got %d", strategy.ErrBackend, x)
+		}
+		return ResultOf(true, capacity, x%(capacity+1), 0, x/(capacity+1)), nil
+	}
+	var out [4]int64
+	if err := DecodeInts(v, out[:]); err != nil {
+		return strategy.Result{}, err
+	}
+	return ResultOf(out[0] == 1, capacity, out[1], out[2], out[3]), nil
+}
+
+// DecodeInts decodes an integer array reply into out, which it must fill
+// exactly.
+func DecodeInts(v any, out []int64) error {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != len(out) {
+		return fmt.Errorf("%w: script reply: want %d integers, got %T %v", strategy.ErrBackend, len(out), v, v)
+	}
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return fmt.Errorf("%w: script reply element %d: want integer, got %T %v", strategy.ErrBackend, i, e, e)
+		}
+		out[i] = n
+	}
+	return nil
+}
+
+// ResultOf builds a Result from a decision in milliseconds; retryMs < 0
+// means strategy.Never.
+func ResultOf(allowed bool, capacity, remaining, retryMs, resetMs int64) strategy.Result {
+	r := strategy.Result{
+		Allowed:    allowed,
+		Limit:      capacity,
+		Remaining:  remaining,
+		RetryAfter: time.Duration(retryMs) * time.Millisecond,
+		ResetAfter: time.Duration(resetMs) * time.Millisecond,
+	}
+	if retryMs < 0 {
+		r.RetryAfter = strategy.Never
+	}
+	return r
+}
+
+// DenyAll is the decision of a limit that lets nothing pass, whatever
+// the state (a Limit of 0): capacity 0, never.
+var DenyAll = ResultOf(false, 0, 0, -1, 0)
+
+// delScript deletes its keys. Strategies take a redis.Scripter, which has
+// no DEL, so Reset goes through a script too.
+var delScript = redis.NewScript(`local unpack = table.unpack or unpack; return redis.call('DEL', unpack(KEYS))`)
+
+// Del returns the call that deletes keys (which must share a hash slot on
+// a cluster).
+func Del(keys ...string) Call { return Call{Script: delScript, Keys: keys} }

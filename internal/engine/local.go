@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/localstore"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Local is the in-process twin of an algorithm: the same decisions as its
+// Redis strategy for the same clock, kept in this process only. The zero
+// Local is not usable; an algorithm's NewLocal calls Init. It is safe for
+// concurrent use. A subject's state is dropped once it no longer matters.
+type Local[P, S any] struct {
+	*twin[P, S]
+	shard int // strategy.NoShard, or the shard a Shard view decides for
+}
+
+// twin is what a Local and its shard views share.
+type twin[P, S any] struct {
+	core[P, S]
+	clock strategy.Clock
+	store *localstore.Store[S]
+}
+
+// Init sets l up as spec's twin enforcing lim. Of the options, WithClock
+// (default time.Now), WithMaxSubjects and WithOnEvict matter. The store is
+// swept every window (at least localstore.MinSweep) from a timer, which
+// calls the clock: a client clock must be safe for concurrent use.
+func (l *Local[P, S]) Init(spec *Spec[P, S], lim strategy.Limit, opts []strategy.Option) error {
+	p, o, err := Setup(spec, lim, opts)
+	if err != nil {
+		return err
+	}
+	if !spec.Burst {
+		lim.Burst = 0
+	}
+	c := o.Clock
+	if c == nil {
+		c = strategy.ClockFunc(time.Now)
+	}
+	st := localstore.NewStore[S](localstore.Config{
+		MaxSubjects: o.MaxSubjects,
+		Unit:        time.Millisecond,
+		Sweep:       max(lim.Window, localstore.MinSweep),
+		Now:         func() int64 { return c.Now().UnixMilli() },
+		OnEvict:     o.OnEvict,
+	})
+	l.twin = &twin[P, S]{core: core[P, S]{spec: spec, lim: lim, own: p, opts: o}, clock: c, store: st}
+	l.shard = strategy.NoShard
+	return nil
+}
+
+// Limit returns the limit the twin enforces (Burst 0 when the algorithm
+// has none).
+func (l *Local[P, S]) Limit() strategy.Limit { return l.lim }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local[P, S]) HonoursContext() bool { return true }
+
+// Shard returns the twin that decides for shard i of every subject, from
+// the same store.
+func (l *Local[P, S]) Shard(i int) strategy.Strategy { return &Local[P, S]{twin: l.twin, shard: i} }
+
+// AllowN records n units for key if the algorithm allows them. n = 0 is
+// Peek.
+func (l *Local[P, S]) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.do(ctx, Req{Op: OpAllow, Key: key, N: n})
+}
+
+// Peek reports key's state now without recording anything.
+func (l *Local[P, S]) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.do(ctx, Req{Op: OpAllow, Key: key})
+}
+
+// Reset forgets key.
+func (l *Local[P, S]) Reset(ctx context.Context, key string) error {
+	_, err := l.do(ctx, Req{Op: OpReset, Key: key})
+	return err
+}
+
+// AllowNWith is AllowN under lim instead of the twin's limit (see
+// strategy.LimitOverrider); lim.Window must be the twin's.
+func (l *Local[P, S]) AllowNWith(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
+	return l.do(ctx, Req{Op: OpAllow, Key: key, N: n, Limit: lim, With: true})
+}
+
+// PeekWith is Peek under lim (see AllowNWith).
+func (l *Local[P, S]) PeekWith(ctx context.Context, key string, lim strategy.Limit) (strategy.Result, error) {
+	return l.do(ctx, Req{Op: OpAllow, Key: key, Limit: lim, With: true})
+}
+
+// RefundN gives back up to n units key spent that still count, as the
+// Redis strategy does, and returns key's state after the refund, as Peek
+// reports it.
+func (l *Local[P, S]) RefundN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	return l.do(ctx, Req{Op: OpRefund, Key: key, N: n})
+}
+
+// ValidateLimit returns the error AllowNWith would return for lim, or nil
+// (see strategy.LimitValidator).
+func (l *Local[P, S]) ValidateLimit(lim strategy.Limit) error {
+	_, err := l.params(lim, true)
+	return err
+}
+
+// Subjects returns how many subjects the twin holds state for.
+func (l *Local[P, S]) Subjects() int { return l.store.Len() }
+
+// do decides q in process.
+func (l *Local[P, S]) do(ctx context.Context, q Req) (strategy.Result, error) {
+	if err := strategy.ValidateKey(q.Key); err != nil {
+		return strategy.Result{}, err
+	}
+	if err := strategy.ValidateCost(q.N); err != nil {
+		return strategy.Result{}, err
+	}
+	k := localstore.Key{Subject: q.Key, Shard: l.shard}
+	if q.Op == OpReset {
+		l.store.Delete(k)
+		return strategy.Result{}, nil
+	}
+	p, err := l.params(q.Limit, q.With)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return strategy.Result{}, backend(err)
+	}
+	if l.spec.DenyAll != nil && l.spec.DenyAll(p) {
+		return DenyAll, nil
+	}
+	now := l.clock.Now().UnixMilli()
+	var res strategy.Result
+	l.store.Do(k, now, func(s *S) (expires int64) {
+		if q.Op == OpRefund {
+			res, expires = l.spec.Give(s, &l.own, now, q.N)
+		} else {
+			res, expires = l.spec.Decide(s, p, &l.own, now, q.N)
+		}
+		return expires
+	})
+	return res, nil
+}
