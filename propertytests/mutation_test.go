@@ -191,10 +191,10 @@ local k = count + want - limit`,
 	},
 	{
 		name: "fixed window twin: window edge off by one (the edge instant still in the old window)",
-		file: "fixedwindow/local.go",
+		file: "fixedwindow/fixedwindow.go",
 		edits: []edit{
-			{old: `idx := exact.FloorDiv(now, window)`, new: `idx := exact.FloorDiv(now-1, window)`},
-			{old: `left := end - now`, new: `left := max(end-now, 1)`},
+			{old: `idx := exact.FloorDiv(now, p.window)`, new: `idx := exact.FloorDiv(now-1, p.window)`},
+			{old: `left := (idx+1)*p.window - now`, new: `left := max((idx+1)*p.window-now, 1)`},
 		},
 		subjects: "fixedwindow", backends: "local",
 	},
