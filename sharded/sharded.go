@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/redisx"
@@ -83,6 +86,7 @@ type Limiter struct {
 	sorted     bool           // capShare never grows with the index
 	st         []strategy.Strategy
 	aware      []bool // st[i] implements keys.ShardAware
+	view       []bool // st[i] is shard i's own view of an engine strategy (engine.Sharder)
 	queueable  []bool // st[i] implements redisx.Queueable
 	honours    bool   // every st[i] honours contexts (strategy.ContextHonourer)
 	probes     int
@@ -171,6 +175,7 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		sorted:     true,
 		st:         make([]strategy.Strategy, n),
 		aware:      make([]bool, n),
+		view:       make([]bool, n),
 		queueable:  make([]bool, n),
 		honours:    true,
 		probes:     min(o.probes, n),
@@ -199,6 +204,9 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 			built[share] = st
 		}
 		l.st[i] = st
+		if sh, ok := st.(engine.Sharder); ok {
+			l.st[i], l.view[i] = sh.Shard(i), true
+		}
 		_, l.aware[i] = st.(keys.ShardAware)
 		_, l.queueable[i] = st.(redisx.Queueable)
 		if h, ok := st.(strategy.ContextHonourer); !ok || !h.HonoursContext() {
@@ -293,6 +301,9 @@ func (l *Limiter) first(key string, m int) int {
 
 // call runs f on shard i with the shard index passed on.
 func (l *Limiter) call(ctx context.Context, i int, key string, f func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error)) (strategy.Result, error) {
+	if l.view[i] {
+		return f(l.st[i], ctx, key)
+	}
 	if l.aware[i] {
 		return f(l.st[i], keys.WithShard(ctx, i), key)
 	}
@@ -472,10 +483,14 @@ func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) er
 		})
 	}
 	errs := make([]error, len(l.st))
+	planned := l.plan(key, res == nil, errs)
 	queued := make([]redisx.Queued, len(l.st))
 	var held []*redisx.Queued
 	var others []int
 	for i := range l.st {
+		if planned[i] != nil || errs[i] != nil {
+			continue
+		}
 		if !l.queueable[i] {
 			others = append(others, i)
 			continue
@@ -502,7 +517,16 @@ func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) er
 		})
 	}
 	redisx.Exec(ctx, held)
+	l.execPlanned(ctx, planned)
 	wg.Wait()
+	for i, c := range planned {
+		if c != nil {
+			errs[i] = c.Err
+			if res != nil {
+				res[i] = c.Result
+			}
+		}
+	}
 	for i := range queued {
 		if q := &queued[i]; q.Held() {
 			errs[i] = q.Err
@@ -512,4 +536,47 @@ func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) er
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// plan returns the script call of a Peek (or a Reset) of key on each shard
+// that is an engine strategy on Redis (engine.Planner), nil for the
+// others; invalid input goes to errs.
+func (l *Limiter) plan(key string, reset bool, errs []error) []*engine.Call {
+	out := make([]*engine.Call, len(l.st))
+	q := engine.Req{Op: engine.OpAllow, Key: key}
+	if reset {
+		q.Op = engine.OpReset
+	}
+	for i, st := range l.st {
+		p, ok := st.(engine.Planner)
+		if !ok || !l.view[i] {
+			continue
+		}
+		c, err := p.Plan(q)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// execPlanned sends the planned calls, one pipeline per client (one per
+// node on a Redis Cluster, which splits it).
+func (l *Limiter) execPlanned(ctx context.Context, planned []*engine.Call) {
+	var byClient map[redis.Scripter][]*engine.Call
+	for i, c := range planned {
+		if c == nil {
+			continue
+		}
+		if byClient == nil {
+			byClient = map[redis.Scripter][]*engine.Call{}
+		}
+		rdb := l.st[i].(engine.Planner).Client()
+		byClient[rdb] = append(byClient[rdb], c)
+	}
+	for rdb, cs := range byClient {
+		engine.Exec(ctx, rdb, cs)
+	}
 }
