@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -130,11 +130,14 @@ type Client struct {
 	lanesMu sync.RWMutex
 	lanes   map[*redis.Client]*lane
 
-	scripts  sync.Map // sha1 hex -> script source
+	scripts  sync.Map // sha1 hex -> *redis.Script
 	nScripts atomic.Int32
 }
 
-var _ redis.Scripter = (*Client)(nil)
+var (
+	_ redis.Scripter   = (*Client)(nil)
+	_ engine.Submitter = (*Client)(nil)
+)
 
 // New returns a Client that batches the script calls made on rdb, which must
 // be a *redis.Client, a *redis.ClusterClient (one queue per master, calls
@@ -270,6 +273,31 @@ func (f *flushers) wait() {
 	<-zero
 }
 
+// Submit sends c, a strategy's script call, in a pipeline shared with
+// concurrent calls to the same node (or on its own when nothing else is
+// in flight to that node), and returns once c has its outcome or ctx is
+// done (see engine.Submitter). Every strategy of this module hands the
+// Client its calls this way.
+func (c *Client) Submit(ctx context.Context, call *engine.Call) {
+	if err := ctx.Err(); err != nil {
+		call.Fail(err)
+		return
+	}
+	if c.closed.Load() {
+		call.Fail(ErrClosed)
+		return
+	}
+	l, err := c.laneOf(ctx, call.Keys)
+	switch {
+	case err != nil:
+		call.Fail(err)
+	case l == nil:
+		engine.Run(ctx, c.rdb, call)
+	default:
+		l.submit(ctx, call)
+	}
+}
+
 // EvalSha runs the script with SHA1 digest sha1 in a pipeline shared with
 // concurrent calls to the same node (or on its own when nothing else is in
 // flight to that node). A NOSCRIPT reply of a script this Client has seen
@@ -277,7 +305,7 @@ func (f *flushers) wait() {
 // only the calls that got NOSCRIPT; otherwise it is returned, and
 // redis.Script.Run then falls back to Eval.
 func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, sha1, "", keys, args)
+	return c.do(ctx, engine.Call{Script: c.known(sha1), Keys: keys, Args: args, Raw: &engine.Raw{SHA: sha1}}, "")
 }
 
 // Eval runs script like EvalSha with the script's digest: the Client
@@ -285,7 +313,7 @@ func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 // and re-sends, so that the whole text crosses the network once per node,
 // not once per caller.
 func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, c.learn(script), script, keys, args)
+	return c.do(ctx, engine.Call{Script: c.learn(script), Keys: keys, Args: args, Raw: &engine.Raw{}}, script)
 }
 
 // EvalRO is the underlying client's EvalRO, not batched.
@@ -310,55 +338,73 @@ func (c *Client) ScriptLoad(ctx context.Context, script string) *redis.StringCmd
 	return c.rdb.ScriptLoad(ctx, script)
 }
 
-// learn remembers script (up to maxScripts of them) and returns its digest.
-func (c *Client) learn(script string) string {
+// learn remembers script (up to maxScripts of them) and returns it.
+func (c *Client) learn(script string) *redis.Script {
 	sum := sha1.Sum([]byte(script))
 	sha := hex.EncodeToString(sum[:])
-	if _, ok := c.scripts.Load(sha); !ok && c.nScripts.Load() < maxScripts {
-		if _, loaded := c.scripts.LoadOrStore(sha, script); !loaded {
-			c.nScripts.Add(1)
+	if s := c.known(sha); s != nil {
+		return s
+	}
+	s := redis.NewScript(script)
+	if c.nScripts.Load() < maxScripts {
+		if v, loaded := c.scripts.LoadOrStore(sha, s); loaded {
+			return v.(*redis.Script)
 		}
+		c.nScripts.Add(1)
 	}
-	return sha
+	return s
 }
 
-// source returns the script of digest sha, or "" when unknown.
-func (c *Client) source(sha string) string {
+// known returns the script of digest sha, or nil when unknown.
+func (c *Client) known(sha string) *redis.Script {
 	if v, ok := c.scripts.Load(sha); ok {
-		return v.(string)
+		return v.(*redis.Script)
 	}
-	return ""
+	return nil
 }
 
-// passThrough sends a call unbatched.
-func (c *Client) passThrough(ctx context.Context, sha, src string, keys []string, args []any) *redis.Cmd {
-	if src != "" {
-		return c.rdb.Eval(ctx, src, keys, args...)
-	}
-	return c.rdb.EvalSha(ctx, sha, keys, args...)
-}
-
-func (c *Client) do(ctx context.Context, sha, src string, keys []string, args []any) *redis.Cmd {
+// do sends call, a Raw call made through the Client's redis.Scripter
+// methods (src: the script, for Eval), and returns its reply as a command.
+func (c *Client) do(ctx context.Context, call engine.Call, src string) *redis.Cmd {
 	if err := ctx.Err(); err != nil {
 		return errCmd(ctx, err)
 	}
 	if c.closed.Load() {
 		return errCmd(ctx, ErrClosed)
 	}
+	l, err := c.laneOf(ctx, call.Keys)
+	switch {
+	case err != nil:
+		return errCmd(ctx, err)
+	case l == nil && src != "":
+		return c.rdb.Eval(ctx, src, call.Keys, call.Args...)
+	case l == nil:
+		return c.rdb.EvalSha(ctx, call.Raw.SHA, call.Keys, call.Args...)
+	}
+	l.submit(ctx, &call)
+	cmd := redis.NewCmd(ctx)
+	if call.Err != nil {
+		cmd.SetErr(call.Err)
+	} else {
+		cmd.SetVal(call.Raw.Reply)
+	}
+	return cmd
+}
+
+// laneOf returns the queue of the node that serves keys, or nil when the
+// call is to be sent unbatched.
+func (c *Client) laneOf(ctx context.Context, keys []string) (*lane, error) {
 	if c.route == nil || len(keys) == 0 {
-		return c.passThrough(ctx, sha, src, keys, args)
+		return nil, nil
 	}
-	l := c.single
-	if l == nil {
-		node, err := c.route(ctx, keys[0])
-		if err != nil {
-			return errCmd(ctx, err)
-		}
-		if l = c.lane(node); l == nil {
-			return c.passThrough(ctx, sha, src, keys, args)
-		}
+	if c.single != nil {
+		return c.single, nil
 	}
-	return l.do(ctx, &call{ctx: ctx, sha: sha, src: src, keys: keys, args: args})
+	node, err := c.route(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	return c.lane(node), nil
 }
 
 // lane returns node's queue, made on first use; nil beyond maxLanes.
@@ -383,18 +429,15 @@ func (c *Client) lane(node *redis.Client) *lane {
 	return l
 }
 
-// call is one script call. Its state moves once from queued to sent (a
-// flusher took it), to dropped (its caller left first) or to closed (the
-// Client closed first).
-type call struct {
+// waiter is a queued call and its caller. Its state moves once from
+// queued to sent (a flusher took it), to dropped (its caller left first)
+// or to closed (the Client closed first). The call is the caller's, copied:
+// a caller that left never sees it written.
+type waiter struct {
 	ctx   context.Context
-	sha   string
-	src   string // the script, when known
-	keys  []string
-	args  []any
+	call  engine.Call
 	state atomic.Int32
-	cmd   *redis.Cmd
-	done  chan struct{} // closed once cmd is set
+	done  chan struct{} // closed once call has its outcome
 }
 
 const (
@@ -412,7 +455,7 @@ type lane struct {
 	kick   chan struct{}
 
 	mu       sync.Mutex
-	queue    []*call
+	queue    []*waiter
 	dropped  int // calls in queue whose callers left (state callDropped)
 	solo     int // calls sent alone, in flight
 	piped    int // flushers handed a slot: pipelines in flight or about to be
@@ -420,26 +463,27 @@ type lane struct {
 	closed   bool
 }
 
-// do sends cl at once, on the caller's goroutine, when nothing is queued,
-// no pipeline is in flight and fewer than inFlight calls are (and the call
-// can be abandoned at its context's end); otherwise queues it for the next
-// pipeline and waits for its reply or its context's end. Once pipelines
-// run, calls join them until the queue drains: deeper pipelines, less
-// Redis CPU per call.
-func (l *lane) do(ctx context.Context, cl *call) *redis.Cmd {
+// submit sends call at once, on the caller's goroutine, when nothing is
+// queued, no pipeline is in flight and fewer than inFlight calls are (and
+// the call can be abandoned at its context's end); otherwise queues it for
+// the next pipeline and waits for its outcome or its context's end. Once
+// pipelines run, calls join them until the queue drains: deeper pipelines,
+// less Redis CPU per call.
+func (l *lane) submit(ctx context.Context, call *engine.Call) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return errCmd(ctx, ErrClosed)
+		call.Fail(ErrClosed)
+		return
 	}
 	if l.solo < l.c.inFlight && l.piped == 0 && len(l.queue) == 0 && (l.inline || ctx.Done() == nil) {
 		l.solo++
 		l.mu.Unlock()
-		one := [1]*call{cl}
-		var out [1]*redis.Cmd
-		l.send(ctx, one[:], out[:])
+		one := [1]*engine.Call{call}
+		l.send(ctx, one[:], nil)
 		l.release()
-		return settle(ctx, out[0])
+		settle(ctx, call)
+		return
 	}
 	// The bound counts only the calls whose callers still wait: the others
 	// leave the queue when a flusher meets them, or when they are the
@@ -447,48 +491,57 @@ func (l *lane) do(ctx context.Context, cl *call) *redis.Cmd {
 	// departures as it keeps calls), never by a scan per call.
 	if n := len(l.queue) - l.dropped; n >= l.c.maxQueue {
 		l.mu.Unlock()
-		return errCmd(ctx, fmt.Errorf("%w (%d calls waiting)", ErrQueueFull, n))
+		call.Fail(fmt.Errorf("%w (%d calls waiting)", ErrQueueFull, n))
+		return
 	}
 	if l.dropped > len(l.queue)/2 {
 		l.queue = compact(l.queue)
 		l.dropped = 0
 	}
-	cl.done = make(chan struct{})
-	l.queue = append(l.queue, cl)
+	w := &waiter{ctx: ctx, call: *call, done: make(chan struct{})}
+	l.queue = append(l.queue, w)
 	l.startPipe()
 	l.mu.Unlock()
 	select {
-	case <-cl.done:
-		return settle(ctx, cl.cmd)
+	case <-w.done:
+		w.settle(call)
 	case <-ctx.Done():
-		if l.drop(cl) {
-			return errCmd(ctx, ctx.Err()) // never sent
+		if l.drop(w) {
+			call.Fail(ctx.Err()) // never sent
+			return
 		}
 		select {
-		case <-cl.done:
-			return settle(ctx, cl.cmd)
+		case <-w.done:
+			w.settle(call)
 		default:
-			return errCmd(ctx, ctx.Err()) // sent: its reply is discarded
+			call.Fail(ctx.Err()) // sent: its reply is discarded
 		}
 	case <-l.c.ctx.Done(): // Close
-		if l.drop(cl) || cl.state.Load() == callClosed {
-			return errCmd(ctx, ErrClosed) // never sent
+		if l.drop(w) || w.state.Load() == callClosed {
+			call.Fail(ErrClosed) // never sent
+			return
 		}
 		select {
-		case <-cl.done:
-			return settle(ctx, cl.cmd)
+		case <-w.done:
+			w.settle(call)
 		default:
-			return errCmd(ctx, errClosedInFlight)
+			call.Fail(errClosedInFlight)
 		}
 	}
 }
 
-// drop takes cl, queued, out of the calls to send, and reports false when
+// settle hands the caller's call the outcome of w, which is done.
+func (w *waiter) settle(call *engine.Call) {
+	*call = w.call
+	settle(w.ctx, call)
+}
+
+// drop takes w, queued, out of the calls to send, and reports false when
 // a flusher or Close took it first.
-func (l *lane) drop(cl *call) bool {
+func (l *lane) drop(w *waiter) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !cl.state.CompareAndSwap(callQueued, callDropped) {
+	if !w.state.CompareAndSwap(callQueued, callDropped) {
 		return false
 	}
 	if !l.closed {
@@ -497,19 +550,19 @@ func (l *lane) drop(cl *call) bool {
 	return true
 }
 
-// settle returns cmd, the reply of a call made under ctx, with a failure
-// that ctx's end caused said so: a network error that came once ctx was
-// canceled, or once the clock reached its deadline (a socket's read
-// deadline set to it fires a moment before ctx's timer), wraps ctx's
-// error, as go-redis's own errors do when it does not re-send.
-func settle(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
-	err := cmd.Err()
+// settle makes the failure of call, made under ctx, that ctx's end caused
+// say so: a network error that came once ctx was canceled, or once the
+// clock reached its deadline (a socket's read deadline set to it fires a
+// moment before ctx's timer), wraps ctx's error, as go-redis's own errors
+// do when it does not re-send.
+func settle(ctx context.Context, call *engine.Call) {
+	err := call.Err
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return cmd
+		return
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) || errors.Is(err, ErrClosed) {
-		return cmd // Redis answered, or the Client closed: not the context's doing
+		return // Redis answered, or the Client closed: not the context's doing
 	}
 	cerr := ctx.Err()
 	if cerr == nil {
@@ -518,17 +571,16 @@ func settle(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 		}
 	}
 	if cerr != nil {
-		cmd.SetErr(fmt.Errorf("%w: %w", cerr, err))
+		call.Err = fmt.Errorf("%w: %w", cerr, err)
 	}
-	return cmd
 }
 
 // compact drops the calls whose callers left.
-func compact(q []*call) []*call {
+func compact(q []*waiter) []*waiter {
 	out := q[:0]
-	for _, cl := range q {
-		if cl.state.Load() == callQueued {
-			out = append(out, cl)
+	for _, w := range q {
+		if w.state.Load() == callQueued {
+			out = append(out, w)
 		}
 	}
 	clear(q[len(out):])
@@ -565,7 +617,9 @@ func (l *lane) release() {
 // the queue is empty; it exits when the Client closes, or after its send
 // when the Client closed during it.
 func (l *lane) flush() {
-	var batch []*call
+	var batch []*waiter
+	var calls []*engine.Call
+	live := func(i int) bool { return batch[i].ctx.Err() == nil }
 	for {
 		select {
 		case <-l.kick:
@@ -579,8 +633,18 @@ func (l *lane) flush() {
 				break
 			}
 			l.c.flushers.leave() // Close does not wait on Redis
-			l.exec(batch)
+			for _, w := range batch {
+				calls = append(calls, &w.call)
+			}
+			ctx, cancel := batchContext(l.c.ctx, batch)
+			l.send(ctx, calls, live)
+			cancel()
+			for _, w := range batch {
+				close(w.done)
+			}
 			clear(batch)
+			clear(calls)
+			calls = calls[:0]
 			if !l.c.flushers.back() {
 				return
 			}
@@ -590,7 +654,7 @@ func (l *lane) flush() {
 
 // take moves up to maxBatch queued calls into batch, skipping those whose
 // callers left; when there are none it frees the slot.
-func (l *lane) take(batch []*call) []*call {
+func (l *lane) take(batch []*waiter) []*waiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := 0
@@ -610,18 +674,6 @@ func (l *lane) take(batch []*call) []*call {
 	return batch
 }
 
-// exec sends batch and hands each call its reply.
-func (l *lane) exec(batch []*call) {
-	ctx, cancel := batchContext(l.c.ctx, batch)
-	cmds := make([]*redis.Cmd, len(batch))
-	l.send(ctx, batch, cmds)
-	cancel()
-	for i, cl := range batch {
-		cl.cmd = cmds[i]
-		close(cl.done)
-	}
-}
-
 // close fails the queued calls with ErrClosed.
 func (l *lane) close() {
 	l.mu.Lock()
@@ -629,10 +681,10 @@ func (l *lane) close() {
 	q := l.queue
 	l.queue, l.dropped = nil, 0
 	l.mu.Unlock()
-	for _, cl := range q {
-		if cl.state.CompareAndSwap(callQueued, callClosed) {
-			cl.cmd = errCmd(cl.ctx, ErrClosed)
-			close(cl.done)
+	for _, w := range q {
+		if w.state.CompareAndSwap(callQueued, callClosed) {
+			w.call.Fail(ErrClosed)
+			close(w.done)
 		}
 	}
 }
@@ -640,10 +692,10 @@ func (l *lane) close() {
 // batchContext is the context of a pipeline: canceled when the Client
 // closes, and ending at the latest deadline of its callers (when all have
 // one), after which no one waits for its replies.
-func batchContext(base context.Context, batch []*call) (context.Context, context.CancelFunc) {
+func batchContext(base context.Context, batch []*waiter) (context.Context, context.CancelFunc) {
 	var latest time.Time
-	for _, cl := range batch {
-		d, ok := cl.ctx.Deadline()
+	for _, w := range batch {
+		d, ok := w.ctx.Deadline()
 		if !ok {
 			return base, func() {}
 		}
@@ -654,165 +706,21 @@ func batchContext(base context.Context, batch []*call) (context.Context, context
 	return context.WithDeadline(base, latest)
 }
 
-// send sends calls to the node, one pipeline for several, and puts their
-// replies in cmds, in order. go-redis never re-sends them (a re-sent script
-// may run twice): every command goes with NoRetry. Calls that got NOSCRIPT
-// did not run: when their script is known it is loaded and only they are
-// re-sent, once. On a cluster, calls redirected with MOVED or ASK did not
-// run either, and are re-sent through the cluster client, which follows
-// the redirection.
-func (l *lane) send(ctx context.Context, calls []*call, cmds []*redis.Cmd) {
-	for i, cl := range calls {
-		cmds[i] = evalCmd(ctx, "evalsha", cl.sha, cl.keys, cl.args)
-	}
-	l.run(ctx, cmds)
-	var again []int
-	var loaded map[string]bool
-	for i, cmd := range cmds {
-		if !isNoScript(cmd.Err()) {
-			continue
-		}
-		src := calls[i].src
-		if src == "" {
-			src = l.c.source(calls[i].sha)
-		}
-		if src == "" {
-			continue // unknown: the caller's Script.Run falls back to Eval
-		}
-		if loaded == nil {
-			loaded = map[string]bool{}
-		}
-		ok, seen := loaded[calls[i].sha]
-		if !seen {
-			ok = l.node.ScriptLoad(ctx, src).Err() == nil
-			loaded[calls[i].sha] = ok
-		}
-		if ok && calls[i].ctx.Err() == nil {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 {
-		re := make([]*redis.Cmd, len(again))
-		for j, i := range again {
-			re[j] = evalCmd(ctx, "evalsha", calls[i].sha, calls[i].keys, calls[i].args)
-		}
-		l.run(ctx, re)
-		// Flushed again in between: send those few with their text.
-		var last []int
-		for j, i := range again {
-			cmds[i] = re[j]
-			if isNoScript(re[j].Err()) && calls[i].ctx.Err() == nil {
-				last = append(last, i)
-			}
-		}
-		if len(last) > 0 {
-			ev := make([]*redis.Cmd, len(last))
-			for j, i := range last {
-				src := calls[i].src
-				if src == "" {
-					src = l.c.source(calls[i].sha)
-				}
-				ev[j] = evalCmd(ctx, "eval", src, calls[i].keys, calls[i].args)
-			}
-			l.run(ctx, ev)
-			for j, i := range last {
-				cmds[i] = ev[j]
-			}
-		}
-	}
+// send sends calls to the node with the engine's executor (engine.Send):
+// one pipeline for several, never re-sent by go-redis, NOSCRIPT recovered
+// for only the calls that did not run and whose callers still wait (live;
+// nil: the lone caller, under ctx), and on a cluster MOVED and ASK
+// followed through the cluster client.
+func (l *lane) send(ctx context.Context, calls []*engine.Call, live func(int) bool) {
+	t := engine.Target{Node: l.node, Load: l.node, Live: live}
 	if l.c.cluster != nil {
-		for i, cmd := range cmds {
-			if isRedirect(cmd.Err()) {
-				cmds[i] = l.c.cluster.EvalSha(calls[i].ctx, calls[i].sha, calls[i].keys, calls[i].args...)
-			}
-		}
+		t.Redirect = l.c.cluster
 	}
-}
-
-// run sends cmds to the node: one command on its own, several in one
-// pipeline; never re-sent by go-redis.
-func (l *lane) run(ctx context.Context, cmds []*redis.Cmd) {
-	if len(cmds) == 1 {
-		_ = l.node.Process(ctx, noRetry{cmds[0]})
-		return
-	}
-	p := l.node.Pipeline()
-	for _, cmd := range cmds {
-		_ = p.Process(ctx, noRetry{cmd})
-	}
-	_, _ = p.Exec(ctx) // each command carries its own error
-}
-
-// noRetry is a command go-redis does not re-send, alone or in a pipeline,
-// after a failure: a script whose reply was lost may have run.
-type noRetry struct{ *redis.Cmd }
-
-// NoRetry reports true.
-func (noRetry) NoRetry() bool { return true }
-
-// evalCmd builds EVALSHA (name "evalsha", payload the digest) or EVAL
-// (name "eval", payload the script) with keys and args, the command
-// go-redis's EvalSha and Eval build.
-func evalCmd(ctx context.Context, name, payload string, keys []string, args []any) *redis.Cmd {
-	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
-	a[0], a[1], a[2] = name, payload, len(keys)
-	for i, k := range keys {
-		a[3+i] = k
-	}
-	a = appendArgs(a, args)
-	cmd := redis.NewCmd(ctx, a...)
-	if len(keys) > 0 {
-		cmd.SetFirstKeyPos(3)
-	}
-	return cmd
-}
-
-// appendArgs appends args as go-redis does: a lone slice or map argument is
-// spread.
-func appendArgs(dst, args []any) []any {
-	if len(args) != 1 {
-		return append(dst, args...)
-	}
-	switch v := args[0].(type) {
-	case []any:
-		return append(dst, v...)
-	case []string:
-		for _, s := range v {
-			dst = append(dst, s)
-		}
-		return dst
-	case map[string]any:
-		for k, x := range v {
-			dst = append(dst, k, x)
-		}
-		return dst
-	case map[string]string:
-		for k, x := range v {
-			dst = append(dst, k, x)
-		}
-		return dst
-	}
-	return append(dst, args[0])
+	engine.Send(ctx, t, calls)
 }
 
 func errCmd(ctx context.Context, err error) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)
 	cmd.SetErr(err)
 	return cmd
-}
-
-func isNoScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
-}
-
-func isRedirect(err error) bool {
-	if err == nil {
-		return false
-	}
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	s := re.Error()
-	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ")
 }

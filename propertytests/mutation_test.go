@@ -390,8 +390,8 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 	},
 	{
 		name:     "batch: replies handed to the wrong callers of a pipeline",
-		file:     "batch/batch.go",
-		edits:    []edit{{old: `cl.cmd = cmds[i]`, new: `cl.cmd = cmds[len(cmds)-1-i] // MUTANT`}},
+		file:     "internal/engine/send.go",
+		edits:    []edit{{old: `if cmd := cmds[i]; cmd != nil {`, new: `if cmd := cmds[len(cmds)-1-i]; cmd != nil { // MUTANT`}},
 		subjects: "fixedwindow|gcra|slidinglog", backends: "miniredis-batched|redis-batched",
 	},
 }

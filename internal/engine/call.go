@@ -43,12 +43,25 @@ type Call struct {
 	// (Del) has no Result.
 	Capacity int64
 	Decode   bool
+	// Raw, when set, makes the Call a redis.Scripter's (package batch), not
+	// a strategy's: its reply is kept as is in Raw.Reply and its errors
+	// are not wrapped.
+	Raw *Raw
 	// Done, when set, is the Call's outcome known without Redis (a limit
 	// of 0 denies everything): Run and Exec return it after checking ctx.
 	Done bool
 
 	Result strategy.Result // after Run or Exec
-	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures
+	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures (unless Raw)
+}
+
+// Raw is what a redis.Scripter's call has of its own.
+type Raw struct {
+	// SHA, when the Call's Script is nil, is the digest of a script whose
+	// text the caller does not know (EvalSha): a NOSCRIPT reply is then
+	// its error.
+	SHA   string
+	Reply any // after Run or Exec
 }
 
 // ServerTime is the "now" argument that makes a script read the server's
@@ -92,6 +105,8 @@ func Run(ctx context.Context, rdb redis.Scripter, c *Call) {
 // finish records the reply v of c, or its error.
 func (c *Call) finish(v any, err error) {
 	switch {
+	case c.Raw != nil:
+		c.Raw.Reply, c.Err = v, err
 	case err != nil:
 		c.Err = backend(err)
 	case c.Decode:
@@ -99,20 +114,20 @@ func (c *Call) finish(v any, err error) {
 	}
 }
 
-// pipeliner is a client that can pipeline: *redis.Client,
-// *redis.ClusterClient (which splits a pipeline per node and sends to the
-// nodes concurrently) and *redis.Ring.
-type pipeliner interface {
-	Pipeline() redis.Pipeliner
+// Fail records err as c's outcome, as a backend failure unless c is Raw.
+func (c *Call) Fail(err error) {
+	if c.Raw != nil {
+		c.Err = err
+		return
+	}
+	c.Err = backend(err)
 }
 
 // Exec sends the calls cs, all on rdb, and sets each one's Result and Err:
-// in one pipeline of EVALSHA when rdb can pipeline, one by one otherwise.
-// When some call is answered NOSCRIPT, its script is loaded (SCRIPT LOAD,
-// on every node of a cluster) and only those calls are sent again, in a
-// second pipeline: a call that ran is never sent twice.
+// with Send, in one pipeline, when rdb can pipeline (a *redis.Client,
+// *redis.ClusterClient or *redis.Ring), one by one with Run otherwise.
 func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
-	p, ok := rdb.(pipeliner)
+	p, ok := rdb.(Sender)
 	if !ok || len(cs) == 1 {
 		for _, c := range cs {
 			Run(ctx, rdb, c)
@@ -121,50 +136,11 @@ func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
 	}
 	if err := ctx.Err(); err != nil {
 		for _, c := range cs {
-			c.Err = backend(err)
+			c.Fail(err)
 		}
 		return
 	}
-	retry := pipeline(ctx, p, cs)
-	if len(retry) == 0 {
-		return
-	}
-	// The server lost the scripts (SCRIPT FLUSH, a restart, a new node):
-	// load each once and send those calls again.
-	loaded := map[*redis.Script]error{}
-	for _, c := range retry {
-		if _, ok := loaded[c.Script]; !ok {
-			loaded[c.Script] = c.Script.Load(ctx, rdb).Err()
-		}
-	}
-	for _, c := range pipeline(ctx, p, retry) {
-		c.Err = backend(loaded[c.Script])
-	}
-}
-
-// pipeline sends cs in one pipeline of EVALSHA, finishes each call, and
-// returns those answered NOSCRIPT, unfinished.
-func pipeline(ctx context.Context, p pipeliner, cs []*Call) (noscript []*Call) {
-	pipe := p.Pipeline()
-	cmds := make([]*redis.Cmd, len(cs))
-	for i, c := range cs {
-		if !c.Done {
-			cmds[i] = c.Script.EvalSha(ctx, pipe, c.Keys, c.Args...)
-		}
-	}
-	_, _ = pipe.Exec(ctx) // each command's error is read below
-	for i, c := range cs {
-		if c.Done {
-			continue
-		}
-		v, err := cmds[i].Result()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			noscript = append(noscript, c)
-			continue
-		}
-		c.finish(v, err)
-	}
-	return noscript
+	Send(ctx, Target{Node: p, Load: rdb}, cs)
 }
 
 // Decode decodes the reply v of a decision script whose capacity is
