@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/fielderr"
-	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -259,6 +259,12 @@ type Limiter struct {
 	timeout             time.Duration
 	report              ReportFunc
 
+	// pipelined mode: the strategies' planners, whether their calls share
+	// a pipeline (together), and whether the candidate's client pipelines
+	// (alone, for CompareN)
+	ep, cp          engine.Planner
+	together, alone bool
+
 	counts  [Dropped + 1]atomic.Uint64
 	stopped atomic.Bool // Close was called
 
@@ -299,8 +305,8 @@ func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error
 	if o.err != nil {
 		return nil, o.err
 	}
-	_, eq := enforced.(redisx.Queueable)
-	_, cq := candidate.(redisx.Queueable)
+	ep, eq := enforced.(engine.Planner)
+	cp, cq := candidate.(engine.Planner)
 	switch {
 	case o.mode == modePipeline && (!eq || !cq):
 		return nil, fmt.Errorf("%w: compare: WithPipeline needs two Redis strategies of this module, got %T and %T", strategy.ErrInvalidOption, enforced, candidate)
@@ -313,6 +319,10 @@ func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error
 		max: int64(o.inFlight), timeout: o.timeout, report: o.report}
 	if el, ok := enforced.(limiter); ok {
 		l.lim = el.Limit()
+	}
+	if l.mode == modePipeline {
+		l.ep, l.cp = ep, cp
+		l.together, l.alone = pipelines(ep.Client(), cp.Client()), pipelines(cp.Client(), cp.Client())
 	}
 	l.idle = sync.NewCond(&l.mu)
 	return l, nil
@@ -421,6 +431,17 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 	if !ok {
 		return strategy.Result{}, fmt.Errorf("%w: compare: the enforced strategy cannot refund (it does not implement strategy.Refunder)", strategy.ErrInvalidOption)
 	}
+	if l.mode == modePipeline {
+		var e engine.Call
+		_, pipelined, err := l.send(ctx, engine.Req{Op: engine.OpRefund, Key: key, N: n}, &e)
+		if err != nil || pipelined {
+			return e.Result, err
+		}
+		if c, ok := l.candidate.(strategy.Refunder); ok {
+			c.RefundN(ctx, key, n)
+		}
+		return e.Result, nil
+	}
 	res, err := r.RefundN(ctx, key, n)
 	if err != nil {
 		return res, err
@@ -450,22 +471,7 @@ func (l *Limiter) CompareN(ctx context.Context, key string, n int64, lim strateg
 	case l.mode == modeInline:
 		l.compare(ctx, key, n, lim, enforced)
 	case l.mode == modePipeline:
-		var qc redisx.Queued
-		cres, cerr := decide(redisx.WithQueue(ctx, &qc), l.candidate, key, n, lim)
-		switch {
-		case !qc.Held(): // decided without Redis, or failed
-		case !pipelines(qc.Client(), qc.Client()):
-			l.inBackground(ctx, key, n, lim, enforced) // as AllowN would
-			return
-		default:
-			redisx.Exec(ctx, []*redisx.Queued{&qc})
-			cres, cerr = qc.Result, qc.Err
-		}
-		if cerr != nil {
-			l.outcome(ctx, n, enforced, strategy.Result{}, CandidateError)
-			return
-		}
-		l.outcome(ctx, n, enforced, cres, OutcomeOf(enforced.Allowed, cres.Allowed))
+		l.pipelined(ctx, key, n, lim, &enforced)
 	default:
 		l.inBackground(ctx, key, n, lim, enforced)
 	}
@@ -484,7 +490,7 @@ func decide(ctx context.Context, st strategy.Strategy, key string, n int64, lim 
 func (l *Limiter) allow(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
 	stopped := l.stopped.Load()
 	if l.mode == modePipeline && n != 0 && !stopped {
-		return l.allowPipelined(ctx, key, n, lim)
+		return l.pipelined(ctx, key, n, lim, nil)
 	}
 	res, err := decide(ctx, l.enforced, key, n, lim)
 	if err != nil || n == 0 {
@@ -502,46 +508,79 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64, lim strategy.L
 	return res, nil
 }
 
-// allowPipelined holds both strategies' script calls and sends them in one
-// pipeline when their client can pipeline them together; otherwise the
-// enforced call runs alone and the candidate in the background.
-func (l *Limiter) allowPipelined(ctx context.Context, key string, n int64, lim strategy.Limit) (strategy.Result, error) {
-	var qe, qc redisx.Queued
-	res, err := decide(redisx.WithQueue(ctx, &qe), l.enforced, key, n, lim)
-	if !qe.Held() { // bad input, or decided without Redis
-		if err == nil {
-			l.compare(ctx, key, n, lim, res)
-		}
-		return res, err
+// pipelined decides a request of n units of key (under lim when set) on
+// the candidate, and on the enforced strategy too unless its decision is
+// given (CompareN), sending their script calls in one pipeline when their
+// client can, and records the outcome. When it cannot, the enforced call
+// runs alone and the candidate in the background.
+func (l *Limiter) pipelined(ctx context.Context, key string, n int64, lim strategy.Limit, given *strategy.Result) (strategy.Result, error) {
+	q := engine.Req{Op: engine.OpAllow, Key: key, N: n, Limit: lim, With: lim.Window != 0}
+	var e engine.Call
+	ec := &e
+	if given != nil {
+		ec = nil
 	}
-	cres, cerr := decide(redisx.WithQueue(ctx, &qc), l.candidate, key, n, lim)
-	qs := [2]*redisx.Queued{&qe, &qc}
+	c, pipelined, err := l.send(ctx, q, ec)
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	res := e.Result
+	if given != nil {
+		res = *given
+	}
 	switch {
-	case !qc.Held(): // the candidate decided without Redis, or failed
-		redisx.Exec(ctx, qs[:1])
-	case !pipelines(qe.Client(), qc.Client()):
+	case !pipelined:
 		// e.g. a batch.Client, which pipelines concurrent calls itself:
-		// the held candidate call is dropped unsent, and made again in
-		// the background
-		redisx.Exec(ctx, qs[:1])
-		if qe.Err != nil {
-			return strategy.Result{}, qe.Err
-		}
-		l.inBackground(ctx, key, n, lim, qe.Result)
-		return qe.Result, nil
+		// the candidate's call is made again in the background
+		l.inBackground(ctx, key, n, lim, res)
+	case c.Err != nil:
+		l.outcome(ctx, n, res, strategy.Result{}, CandidateError)
 	default:
-		redisx.Exec(ctx, qs[:])
-		cres, cerr = qc.Result, qc.Err
+		l.outcome(ctx, n, res, c.Result, OutcomeOf(res.Allowed, c.Result.Allowed))
 	}
-	if qe.Err != nil {
-		return strategy.Result{}, qe.Err
+	return res, nil
+}
+
+// send plans q on the enforced strategy into e (unless e is nil) and on
+// the candidate, and sends the two calls in one pipeline (engine.Exec).
+// When the candidate's call cannot share the pipeline (pipelined false),
+// the enforced call is sent alone and the candidate's is not sent. err is
+// the enforced strategy's (bad input or a failure); the candidate's is in
+// the returned call.
+func (l *Limiter) send(ctx context.Context, q engine.Req, e *engine.Call) (c engine.Call, pipelined bool, err error) {
+	var buf [2]*engine.Call
+	calls := buf[:0]
+	rdb, shared := l.cp.Client(), l.alone
+	if e != nil {
+		if *e, err = l.ep.Plan(q); err != nil {
+			return c, false, err
+		}
+		if e.Done { // decided without Redis: the candidate's call goes alone
+			shared = true
+		} else {
+			calls = append(calls, e)
+			rdb, shared = l.ep.Client(), l.together
+		}
 	}
-	if cerr != nil {
-		l.outcome(ctx, n, qe.Result, strategy.Result{}, CandidateError)
-	} else {
-		l.outcome(ctx, n, qe.Result, cres, OutcomeOf(qe.Result.Allowed, cres.Allowed))
+	c, cerr := l.cp.Plan(q)
+	switch {
+	case cerr != nil:
+		c.Err = cerr
+	case c.Done:
+	case !shared:
+		engine.Exec(ctx, rdb, calls)
+		if e != nil {
+			err = e.Err
+		}
+		return c, false, err
+	default:
+		calls = append(calls, &c)
 	}
-	return qe.Result, nil
+	engine.Exec(ctx, rdb, calls)
+	if e != nil {
+		err = e.Err
+	}
+	return c, true, err
 }
 
 // pipelines reports whether calls on a and b can share one pipeline: the

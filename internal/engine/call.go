@@ -128,7 +128,7 @@ func (c *Call) Fail(err error) {
 // *redis.ClusterClient or *redis.Ring), one by one with Run otherwise.
 func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
 	p, ok := rdb.(Sender)
-	if !ok || len(cs) == 1 {
+	if !ok || len(cs) <= 1 {
 		for _, c := range cs {
 			Run(ctx, rdb, c)
 		}
