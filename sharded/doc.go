@@ -16,8 +16,9 @@
 //
 // # Keys
 //
-// The shard index travels to the wrapped strategy through the context.
-// Every strategy of this module puts it inside the key's hash tag:
+// Every strategy of this module decides shard i on its own view of the
+// subject's shard i (the index is a value of the view, not of the
+// context), which puts it inside the key's hash tag:
 //
 //	rl:sl:{user:42#0} ... rl:sl:{user:42#5}
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/slidingcounter"
@@ -23,15 +24,22 @@ import (
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
-// Every Redis strategy of the module queues its Peek and Reset.
-var (
-	_ redisx.Queueable = (*compactlog.Limiter)(nil)
-	_ redisx.Queueable = (*fixedwindow.Limiter)(nil)
-	_ redisx.Queueable = (*gcra.Limiter)(nil)
-	_ redisx.Queueable = (*slidingcounter.Limiter)(nil)
-	_ redisx.Queueable = (*slidinglog.Limiter)(nil)
-	_ redisx.Queueable = (*tokenbucket.Limiter)(nil)
-)
+// Every Redis strategy of the module plans its Peek and Reset as calls
+// (engine.Planner), or, not yet on the engine, holds them for a pipeline
+// (redisx.Queueable).
+func TestRedisStrategiesPipeline(t *testing.T) {
+	for _, st := range []strategy.Strategy{
+		(*compactlog.Limiter)(nil), (*fixedwindow.Limiter)(nil), (*gcra.Limiter)(nil),
+		(*slidingcounter.Limiter)(nil), (*slidinglog.Limiter)(nil), (*tokenbucket.Limiter)(nil),
+	} {
+		_, planner := st.(engine.Planner)
+		_, sharder := st.(engine.Sharder)
+		_, queueable := st.(redisx.Queueable)
+		if !(planner && sharder) && !queueable {
+			t.Errorf("%T is neither an engine.Planner and engine.Sharder nor redisx.Queueable", st)
+		}
+	}
+}
 
 // roundTrips is a go-redis hook that counts script calls sent alone and
 // pipelines that carry script calls.
@@ -175,7 +183,8 @@ func TestPeekAndResetPipelined(t *testing.T) {
 					t.Errorf("Peek after Reset = %+v, %v; want Remaining 80", r, err)
 				}
 				// after the script cache is lost, a NOSCRIPT reply in the
-				// pipeline is answered by running that call again, with EVAL
+				// pipeline is answered by loading the script and sending
+				// only that call again
 				l.AllowN(ctx, "hot", 1)
 				if err := flush(); err != nil {
 					t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -25,8 +26,9 @@ var _ strategy.Refunder = (*Limiter)(nil)
 // may come between them, as between any two calls of a sharded subject;
 // every shard's refund stays within its capacity whatever happens.
 //
-// Round trips: one pipeline to read, then one script call per shard given
-// units (usually one or two). It returns the subject's state after the
+// Round trips: one pipeline to read, then, with the strategies of this
+// module on Redis, one pipeline of the refunds (one script call per shard
+// given units, usually one or two, with other strategies). It returns the subject's state after the
 // refund, as Peek reports it (the shards refunded report their own state
 // after their refund). n = 0 is Peek. Every shard must implement
 // strategy.Refunder (every strategy of this module does); otherwise the
@@ -60,20 +62,45 @@ func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Re
 	}
 	spent := func(i int) int64 { return max(res[i].Limit-res[i].Remaining, 0) }
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(spent(b), spent(a)) })
+	gives := make([]int64, len(l.st))
 	left := n
 	for _, i := range order {
-		g := min(left, spent(i))
-		if g == 0 {
+		if gives[i] = min(left, spent(i)); gives[i] == 0 {
 			break
 		}
+		left -= gives[i]
+	}
+	// the refunds of shards on Redis in one pipeline per client, the
+	// others' one by one
+	planned := make([]*engine.Call, len(l.st))
+	for i, g := range gives {
+		if p, ok := l.st[i].(engine.Planner); ok && l.view[i] && g > 0 {
+			c, err := p.Plan(engine.Req{Op: engine.OpRefund, Key: key, N: g})
+			if err != nil {
+				return strategy.Result{}, err
+			}
+			planned[i] = &c
+		}
+	}
+	l.execPlanned(ctx, planned)
+	for _, i := range order {
+		if gives[i] == 0 {
+			break
+		}
+		if c := planned[i]; c != nil {
+			if c.Err != nil {
+				return strategy.Result{}, c.Err
+			}
+			res[i] = c.Result
+			continue
+		}
 		r, err := l.call(ctx, i, key, func(_ strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
-			return rfs[i].RefundN(ctx, key, g)
+			return rfs[i].RefundN(ctx, key, gives[i])
 		})
 		if err != nil {
 			return strategy.Result{}, err
 		}
 		res[i] = r
-		left -= g
 	}
 	out := l.combine(order, reorder(res, order))
 	if out.Allowed {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/conformance"
-	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
@@ -51,7 +50,7 @@ func TestRefundMostSpentFirst(t *testing.T) {
 	l := mustNew(t, 3, strategy.Limit{Limit: 9, Window: time.Second}, localLog(clock))
 	shard := func(i int) strategy.Result {
 		t.Helper()
-		r, err := l.st[i].Peek(keys.WithShard(context.Background(), i), "s")
+		r, err := l.call(context.Background(), i, "s", peek)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +58,7 @@ func TestRefundMostSpentFirst(t *testing.T) {
 	}
 	// shard 0 spends 3, shard 1 spends 1, shard 2 nothing
 	for i, n := range []int64{3, 1} {
-		if r, err := l.st[i].AllowN(keys.WithShard(context.Background(), i), "s", n); err != nil || !r.Allowed {
+		if r, err := l.call(context.Background(), i, "s", allowN(n)); err != nil || !r.Allowed {
 			t.Fatalf("shard %d AllowN(%d) = %+v, %v", i, n, r, err)
 		}
 	}

@@ -16,8 +16,6 @@ import (
 
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/fielderr"
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -84,20 +82,23 @@ type Limiter struct {
 	capShare   []int64        // st[i].Limit().Capacity(): the units shard i can hold
 	capacity   int64          // the sum of capShare: the subject's capacity
 	sorted     bool           // capShare never grows with the index
-	st         []strategy.Strategy
-	aware      []bool // st[i] implements keys.ShardAware
-	view       []bool // st[i] is shard i's own view of an engine strategy (engine.Sharder)
-	queueable  []bool // st[i] implements redisx.Queueable
-	honours    bool   // every st[i] honours contexts (strategy.ContextHonourer)
-	probes     int
-	pick       pickMode
-	seed       maphash.Seed
-	rr         [rrStripes]rrCounter
+	// st[i] decides for shard i: the shard's own view of a strategy of
+	// this module (engine.Sharder; view[i]), or a strategy from elsewhere,
+	// given the subject with "#i" appended
+	st      []strategy.Strategy
+	view    []bool
+	legacy  legacy
+	honours bool // every st[i] honours contexts (strategy.ContextHonourer)
+	probes  int
+	pick    pickMode
+	seed    maphash.Seed
+	rr      [rrStripes]rrCounter
 }
 
-// A Limiter is deliberately not keys.ShardAware: wrapped in another, it
-// receives the outer shard in its subject ("subject#i") and adds its own
-// shard in the context, so nested shards never share a key.
+// A Limiter is deliberately not a shard view maker (engine.Sharder):
+// wrapped in another, it receives the outer shard in its subject
+// ("subject#i") and adds its own shard through its strategies' views, so
+// nested shards never share a key.
 var (
 	_ strategy.Strategy        = (*Limiter)(nil)
 	_ strategy.ContextHonourer = (*Limiter)(nil)
@@ -137,7 +138,8 @@ func splitShares(total int64, n int) []int64 {
 //
 // build is called once per distinct share (at most four times) and its
 // strategies are reused for every shard with that share. Strategies of this
-// module read the shard index from the context and put it in their key
+// module decide each shard on a view of their own (the shard index a
+// value of the view), which puts it in their key
 // (<prefix><tag>:{<subject>#<i>}), which spreads the shards of one subject
 // over the nodes of a Redis Cluster. A strategy from elsewhere receives the
 // subject with "#<i>" appended instead; the wrapper's keys stay distinct as
@@ -174,9 +176,8 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		capShare:   make([]int64, n),
 		sorted:     true,
 		st:         make([]strategy.Strategy, n),
-		aware:      make([]bool, n),
 		view:       make([]bool, n),
-		queueable:  make([]bool, n),
+		legacy:     newLegacy(n),
 		honours:    true,
 		probes:     min(o.probes, n),
 	}
@@ -206,9 +207,9 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		l.st[i] = st
 		if sh, ok := st.(engine.Sharder); ok {
 			l.st[i], l.view[i] = sh.Shard(i), true
+		} else {
+			l.legacy.see(i, st)
 		}
-		_, l.aware[i] = st.(keys.ShardAware)
-		_, l.queueable[i] = st.(redisx.Queueable)
 		if h, ok := st.(strategy.ContextHonourer); !ok || !h.HonoursContext() {
 			l.honours = false
 		}
@@ -299,13 +300,14 @@ func (l *Limiter) first(key string, m int) int {
 	}
 }
 
-// call runs f on shard i with the shard index passed on.
+// call runs f on shard i: on the shard's own view, or with "#i" appended
+// to the subject of a strategy from elsewhere.
 func (l *Limiter) call(ctx context.Context, i int, key string, f func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error)) (strategy.Result, error) {
-	if l.view[i] {
+	switch {
+	case l.view[i]:
 		return f(l.st[i], ctx, key)
-	}
-	if l.aware[i] {
-		return f(l.st[i], keys.WithShard(ctx, i), key)
+	case l.legacy.aware[i]:
+		return f(l.st[i], l.legacy.with(ctx, i), key)
 	}
 	return f(l.st[i], ctx, key+"#"+strconv.Itoa(i))
 }
@@ -467,56 +469,35 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // all runs Peek of key on every shard, putting the Results in res, or Reset
-// when res is nil, and returns the errors joined. The calls of Queueable
-// shards are held and sent together (redisx.Exec); the others run
-// concurrently.
+// when res is nil, and returns the errors joined. The calls of shards on
+// Redis are planned and sent together (one pipeline per client, see
+// execPlanned); the others run concurrently.
 func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
 	}
-	op := func(ctx context.Context, i int) (strategy.Result, error) {
-		return l.call(ctx, i, key, func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
-			if res == nil {
-				return strategy.Result{}, st.Reset(ctx, key)
-			}
-			return st.Peek(ctx, key)
-		})
-	}
 	errs := make([]error, len(l.st))
 	planned := l.plan(key, res == nil, errs)
-	queued := make([]redisx.Queued, len(l.st))
-	var held []*redisx.Queued
-	var others []int
-	for i := range l.st {
-		if planned[i] != nil || errs[i] != nil {
-			continue
-		}
-		if !l.queueable[i] {
-			others = append(others, i)
-			continue
-		}
-		q := &queued[i]
-		r, err := op(redisx.WithQueue(ctx, q), i)
-		if q.Held() {
-			held = append(held, q)
-		} else { // decided without Redis (a limit of 0), or bad input
-			errs[i] = err
-			if res != nil {
-				res[i] = r
-			}
-		}
-	}
+	held := l.legacy.hold(ctx, l, key, res, planned, errs)
 	var wg sync.WaitGroup
-	for _, i := range others {
+	for i := range l.st {
+		if planned[i] != nil || errs[i] != nil || held.has(i) {
+			continue
+		}
 		wg.Go(func() {
-			r, err := op(ctx, i)
+			r, err := l.call(ctx, i, key, func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error) {
+				if res == nil {
+					return strategy.Result{}, st.Reset(ctx, key)
+				}
+				return st.Peek(ctx, key)
+			})
 			errs[i] = err
 			if res != nil {
 				res[i] = r
 			}
 		})
 	}
-	redisx.Exec(ctx, held)
+	held.exec(ctx, res, errs)
 	l.execPlanned(ctx, planned)
 	wg.Wait()
 	for i, c := range planned {
@@ -524,14 +505,6 @@ func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) er
 			errs[i] = c.Err
 			if res != nil {
 				res[i] = c.Result
-			}
-		}
-	}
-	for i := range queued {
-		if q := &queued[i]; q.Held() {
-			errs[i] = q.Err
-			if res != nil {
-				res[i] = q.Result
 			}
 		}
 	}
