@@ -436,6 +436,7 @@ func (c *Client) lane(node *redis.Client) *lane {
 type waiter struct {
 	ctx   context.Context
 	call  engine.Call
+	raw   engine.Raw // call.Raw's copy, for a Raw call
 	state atomic.Int32
 	done  chan struct{} // closed once call has its outcome
 }
@@ -499,6 +500,10 @@ func (l *lane) submit(ctx context.Context, call *engine.Call) {
 		l.dropped = 0
 	}
 	w := &waiter{ctx: ctx, call: *call, done: make(chan struct{})}
+	if call.Raw != nil {
+		w.raw = *call.Raw
+		w.call.Raw = &w.raw
+	}
 	l.queue = append(l.queue, w)
 	l.startPipe()
 	l.mu.Unlock()

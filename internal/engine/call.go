@@ -26,6 +26,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -125,8 +126,19 @@ func (c *Call) Fail(err error) {
 
 // Exec sends the calls cs, all on rdb, and sets each one's Result and Err:
 // with Send, in one pipeline, when rdb can pipeline (a *redis.Client,
-// *redis.ClusterClient or *redis.Ring), one by one with Run otherwise.
+// *redis.ClusterClient or *redis.Ring); submitted together to a Submitter
+// (package batch, which pipelines concurrent calls); one by one with Run
+// otherwise.
 func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
+	if _, ok := rdb.(Submitter); ok && len(cs) > 1 {
+		var wg sync.WaitGroup
+		for _, c := range cs[1:] {
+			wg.Go(func() { Run(ctx, rdb, c) })
+		}
+		Run(ctx, rdb, cs[0])
+		wg.Wait()
+		return
+	}
 	p, ok := rdb.(Sender)
 	if !ok || len(cs) <= 1 {
 		for _, c := range cs {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -187,4 +188,38 @@ func TestSendRedirected(t *testing.T) {
 	if p.pipelines.Load() != 1 || p.evalsha.Load() != 4 {
 		t.Errorf("the wrong node got %d pipelines, %d EVALSHA; want the 4 calls in 1", p.pipelines.Load(), p.evalsha.Load())
 	}
+}
+
+// barrier is a Submitter that answers its calls once n are in flight
+// together.
+type barrier struct {
+	redis.Scripter
+	n     int
+	calls chan *engine.Call
+}
+
+func (b *barrier) Submit(ctx context.Context, c *engine.Call) {
+	b.calls <- c
+	<-ctx.Done()
+}
+
+// Exec hands a Submitter its calls together, so that it can pipeline
+// them, not one after the other.
+func TestExecSubmitsTogether(t *testing.T) {
+	b := &barrier{n: 4, calls: make(chan *engine.Call, 4)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		engine.Exec(ctx, b, calls("k", 4))
+		close(done)
+	}()
+	for i := range b.n {
+		select {
+		case <-b.calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d calls submitted while the first waits, want %d together", i, b.n)
+		}
+	}
+	cancel()
+	<-done
 }
