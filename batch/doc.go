@@ -14,7 +14,10 @@
 //
 // # How it batches
 //
-// Script calls (EVALSHA) are queued per Redis node: one queue for a
+// The strategies of this module hand the Client each decision's script
+// call as a value (Submit); a strategy from
+// elsewhere calls EvalSha or Eval as on any client. Either way the calls
+// (EVALSHA) are queued per Redis node: one queue for a
 // *redis.Client, one per master of a *redis.ClusterClient (a call goes to
 // the master serving its first key's hash slot), one per shard of a
 // *redis.Ring. A call that finds nothing queued, no pipeline in flight and
@@ -37,8 +40,9 @@
 //     timeout) gets the error; it may or may not have run, exactly as
 //     without batching.
 //   - NOSCRIPT (scripts not loaded yet, SCRIPT FLUSH, a restart): a call
-//     that got NOSCRIPT did not run. When the Client knows the script
-//     (it saw it through Eval or ScriptLoad, which redis.Script.Run's
+//     that got NOSCRIPT did not run. When the Client knows the script (a
+//     strategy of this module hands it over with the call; for others it
+//     saw it through Eval or ScriptLoad, which redis.Script.Run's
 //     fallback provides on first use), it loads it once per pipeline and
 //     re-sends only the calls that got NOSCRIPT and whose callers still
 //     wait; the others, which may have run, are never re-sent. A re-sent
@@ -73,7 +77,7 @@
 // batching, at the cost of a mutex. It never changes a decision, so it is
 // safe to turn on everywhere.
 //
-// Only EVALSHA and EVAL with at least one key are batched (that is what the
+// Only script calls with at least one key are batched (that is what the
 // strategies send); EvalRO, EvalShaRO, ScriptExists and ScriptLoad go to the
 // underlying client directly.
 package batch
