@@ -15,10 +15,9 @@
 // # How it batches
 //
 // The strategies of this module hand the Client each decision's script
-// call as a value (Submit); a strategy from
-// elsewhere calls EvalSha or Eval as on any client. Either way the calls
-// (EVALSHA) are queued per Redis node: one queue for a
-// *redis.Client, one per master of a *redis.ClusterClient (a call goes to
+// call as a value (Submit); a strategy from elsewhere calls EvalSha or
+// Eval as on any client. Either way the calls (EVALSHA) are queued per
+// Redis node: one queue for a *redis.Client, one per master of a *redis.ClusterClient (a call goes to
 // the master serving its first key's hash slot), one per shard of a
 // *redis.Ring. A call that finds nothing queued, no pipeline in flight and
 // fewer than MaxInFlight (8) calls in flight to its node is sent at once, on the caller's

@@ -426,6 +426,7 @@ var errNoOverride = fmt.Errorf("%w: compare: the enforced strategy cannot decide
 // the candidate too when it can refund, so that it keeps the state the
 // enforced policy would have under its algorithm; it returns the enforced
 // strategy's Result. A candidate's refund error is not returned.
+// Pipelined, the two refunds are one pipeline, as a decision's are.
 func (l *Limiter) RefundN(ctx context.Context, key string, n int64) (strategy.Result, error) {
 	r, ok := l.enforced.(strategy.Refunder)
 	if !ok {
