@@ -149,7 +149,7 @@ var refundMutants = []mutant{
 	{
 		name:     "sharded refund: every shard gives back n (up to n x shards in all)",
 		file:     "sharded/refund.go",
-		edits:    []edit{{old: `left -= g`, new: `_ = g`}},
+		edits:    []edit{{old: `left -= gives[i]`, new: `_ = gives[i]`}},
 		subjects: "sharded-(slidinglog|fixedwindow)", backends: "local",
 	},
 }
