@@ -17,23 +17,11 @@ import (
 // million units per year or a billion per hour.
 const MaxProduct = 1 << 52
 
-//go:embed slidingcounter.lua
-var scriptSrc string
-
-//go:embed refund.lua
-var refundSrc string
-
 // Limiter is the sliding window counter on Redis; it implements
 // strategy.Strategy, LimitOverrider, Refunder and LimitValidator (see
 // "Refunds" and "Per-subject limits" in the package doc). It is safe for
 // concurrent use.
 type Limiter struct{ engine.Redis[params, counts] }
-
-// Local is the in-process twin of Limiter: the same decisions for the same
-// clock, kept in this process only. It is safe for concurrent use. A
-// subject's state is dropped when the window after its last recorded one
-// ends.
-type Local struct{ engine.Local[params, counts] }
 
 // New returns a sliding window counter that keeps its counts in Redis
 // through rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring) under
@@ -43,44 +31,51 @@ func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limi
 	return engine.New[Limiter](&spec, rdb, lim, opts)
 }
 
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject's state is dropped when the window after its last recorded one
+// ends.
+type Local struct{ engine.Local[params, counts] }
+
 // NewLocal returns the in-process twin of New. Of the options, WithClock
 // (default time.Now) and WithMaxSubjects matter. It fails as New does.
 func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 	return engine.NewLocal[Local](&spec, lim, opts)
 }
 
+//go:embed slidingcounter.lua
+var scriptSrc string
+
+//go:embed refund.lua
+var refundSrc string
+
 var spec = engine.Spec[params, counts]{
 	Name: "slidingcounter", Tag: "sc",
 	Script: redis.NewScript(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
-	Refund:   redis.NewScript(refundSrc + scriptSrc),
-	Params:   paramsOf,
-	Capacity: func(p *params) int64 { return p.limit },
-	Args:     func(p, _ *params, n int64, now any) []any { return []any{p.limitArg, p.windowArg, n, now} },
-	RefundArgs: func(p, _ *params, n int64, now any) []any {
-		return []any{p.limitArg, p.windowArg, 0, now, n}
-	},
-	Decide: decide,
-	Give:   give,
+	Refund:     redis.NewScript(refundSrc + scriptSrc),
+	Params:     paramsOf,
+	Capacity:   func(p *params) int64 { return p.Limit },
+	Args:       func(p, _ *params, n int64, now any) []any { return p.Args(n, now) },
+	RefundArgs: func(p, _ *params, n int64, now any) []any { return p.RefundArgs(n, now) },
+	Decide:     decide,
+	Give:       give,
 }
 
-// params are a limit's: units per window, the window in ms, and the same
-// boxed once as script arguments. A per-call limit changes only the units.
-type params struct {
-	limit, window       int64
-	limitArg, windowArg any
-}
+// params are a limit's units per window and window in ms; a per-call limit
+// changes only the units.
+type params = exact.Window
 
 // paramsOf bounds Limit x Window by MaxProduct (Validate bounds both, so
 // the product cannot overflow).
 func paramsOf(lim strategy.Limit, _ *params) (params, error) {
-	w := lim.Window.Milliseconds()
-	if lim.Limit*w > MaxProduct {
-		return params{}, fielderr.New(strategy.ErrInvalidLimit, "slidingcounter: ", "Limit", func(name func(string) string) string {
-			return fmt.Sprintf("%s x %s must be <= 2^52 unit-ms, got %d x %dms", name("Limit"), name("Window"), lim.Limit, w)
+	p := exact.WindowOf(lim)
+	if p.Limit*p.Ms > MaxProduct {
+		return p, fielderr.New(strategy.ErrInvalidLimit, "slidingcounter: ", "Limit", func(name func(string) string) string {
+			return fmt.Sprintf("%s x %s must be <= 2^52 unit-ms, got %d x %dms", name("Limit"), name("Window"), p.Limit, p.Ms)
 		})
 	}
-	return params{limit: lim.Limit, window: w, limitArg: lim.Limit, windowArg: w}, nil
+	return p, nil
 }
 
 // counts holds the units recorded in window idx (now / window) and in the
@@ -91,7 +86,7 @@ type counts struct{ idx, curr, prev int64 }
 // the current window's count plus the previous one's, weighed by the share
 // of it the sliding window still covers.
 func decide(s *counts, p, _ *params, now, n int64) (strategy.Result, int64) {
-	w, limit := p.window, p.limit
+	w, limit := p.Ms, p.Limit
 	idx := exact.FloorDiv(now, w)
 	elapsed := now - idx*w
 	var curr, prev int64
@@ -132,7 +127,7 @@ func decide(s *counts, p, _ *params, now, n int64) (strategy.Result, int64) {
 // previous window's count is weighed, not counted unit by unit, so it is
 // not touched), then a peek.
 func give(s *counts, own *params, now, n int64) (strategy.Result, int64) {
-	if s.idx == exact.FloorDiv(now, own.window) {
+	if s.idx == exact.FloorDiv(now, own.Ms) {
 		s.curr -= min(n, s.curr)
 	}
 	return decide(s, own, own, now, 0)
