@@ -331,18 +331,15 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "compactlog", backends: "redis",
 	},
 	{
-		name: "compact log twin: window edge off by one (now - t <= W counts)",
-		file: "compactlog/local.go",
-		edits: []edit{
-			{old: `for g.len > 0 && g.buf[g.head].at <= floor {`, new: `for g.len > 0 && g.buf[g.head].at < floor {`},
-			{old: `for first < g.len && g.at(first).at <= floor {`, new: `for first < g.len && g.at(first).at < floor {`},
-		},
+		name:     "compact log twin: window edge off by one (now - t <= W counts)",
+		file:     "internal/unitlog/decide.go",
+		edits:    []edit{{old: `floor := now - window`, new: `floor := now - window - 1`}},
 		subjects: "compactlog", backends: "local",
 	},
 	{
-		name:     "compact log twin: eviction removed",
-		file:     "compactlog/local.go",
-		edits:    []edit{{old: `			g.evict(floor)` + "\n", new: "\n"}},
+		name:     "compact log twin: eviction removed (units never leave)",
+		file:     "internal/unitlog/unitlog.go",
+		edits:    []edit{{old: `return int64(g.at(g.n-1).cum - g.before(g.first(floor)))`, new: `return int64(g.at(g.n-1).cum - g.base)`}},
 		subjects: "compactlog", backends: "local",
 	},
 	{

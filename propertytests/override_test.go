@@ -336,7 +336,7 @@ func init() {
 		},
 		mutant{
 			name:     "sliding counter twin: the previous window stored capped at the call's limit",
-			file:     "slidingcounter/local.go",
+			file:     "slidingcounter/slidingcounter.go",
 			edits:    []edit{{old: `curr: curr + n, prev: rawPrev}`, new: `curr: curr + n, prev: min(rawPrev, limit)} // MUTANT`}},
 			subjects: "slidingcounter", backends: "local",
 		},
