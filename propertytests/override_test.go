@@ -347,10 +347,25 @@ func init() {
 			subjects: "slidingcounter", backends: "miniredis",
 		},
 		mutant{
-			name:     "fixed window twin: a per-call limit ignored",
-			file:     "fixedwindow/override.go",
-			edits:    []edit{{old: `return l.allowN(ctx, key, n, lim.Limit)`, new: `return l.allowN(ctx, key, n, l.t.Lim.Limit) // MUTANT`}},
+			name: "fixed window: a per-call limit ignored",
+			file: "fixedwindow/fixedwindow.go",
+			edits: []edit{{
+				old: `Params: func(lim strategy.Limit, _ *params) (params, error) {`,
+				new: "Params: func(lim strategy.Limit, own *params) (params, error) {\nif own != nil { lim.Limit = own.limit } // MUTANT\n",
+			}},
 			subjects: "fixedwindow", backends: "local",
+		},
+		mutant{
+			name:     "engine: a per-call limit ignored (the strategy's own decides)",
+			file:     "internal/engine/redis.go",
+			edits:    []edit{{old: `	if !with {`, new: `	if true { // MUTANT`}},
+			subjects: "gcra", backends: "local",
+		},
+		mutant{
+			name:     "engine: every shard of a subject on one key",
+			file:     "internal/engine/redis.go",
+			edits:    []edit{{old: `return &Redis[P, S]{core: r.core, shard: i}`, new: `return &Redis[P, S]{core: r.core, shard: strategy.NoShard} // MUTANT`}},
+			subjects: "sharded-.*", backends: "redis",
 		},
 	)
 }
