@@ -364,7 +364,7 @@ func init() {
 		mutant{
 			name:     "engine: every shard of a subject on one key",
 			file:     "internal/engine/redis.go",
-			edits:    []edit{{old: `return &Redis[P, S]{core: r.core, shard: i}`, new: `return &Redis[P, S]{core: r.core, shard: strategy.NoShard} // MUTANT`}},
+			edits:    []edit{{old: `return &Redis[P, S]{core: r.core, shard: i}`, new: `return &Redis[P, S]{core: r.core, shard: strategy.NoShard}`}},
 			subjects: "sharded-.*", backends: "redis",
 		},
 	)

@@ -71,22 +71,22 @@ func NowArg(c strategy.Clock) any {
 func backend(err error) error { return fmt.Errorf("%w: %w", strategy.ErrBackend, err) }
 
 // Run sends c on rdb (EVALSHA, then EVAL only on an explicit NOSCRIPT
-// reply) unless ctx is done, and sets c.Result and c.Err. A Submitter
-// (package batch) takes the call instead, to send it in a pipeline.
-func Run(ctx context.Context, rdb redis.Scripter, c *Call) {
+// reply) unless ctx is done, and returns its outcome. A Submitter
+// (package batch) takes the call instead, to send it in a pipeline. c is
+// passed by value so that the direct path allocates no Call.
+func Run(ctx context.Context, rdb redis.Scripter, c Call) (strategy.Result, error) {
 	if err := ctx.Err(); err != nil {
-		c.Err = backend(err)
-		return
+		return strategy.Result{}, backend(err)
 	}
 	if c.Done {
-		return
+		return c.Result, c.Err
 	}
 	if s, ok := rdb.(Submitter); ok {
-		s.Submit(ctx, c)
-		return
+		return s.Submit(ctx, c)
 	}
 	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
 	c.finish(v, err)
+	return c.Result, c.Err
 }
 
 // finish records the reply v of c, or its error.
@@ -115,7 +115,7 @@ func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
 	p, ok := rdb.(pipeliner)
 	if !ok || len(cs) == 1 {
 		for _, c := range cs {
-			Run(ctx, rdb, c)
+			c.Result, c.Err = Run(ctx, rdb, *c)
 		}
 		return
 	}
