@@ -150,8 +150,8 @@ local k = count + want - limit`,
 	},
 	{
 		name:     "token bucket twin: refill truncated to whole tokens",
-		file:     "tokenbucket/local.go",
-		edits:    []edit{{old: `b.deficit -= e * s.lp`, new: `b.deficit -= e * s.lp / s.wp * s.wp`}},
+		file:     "tokenbucket/tokenbucket.go",
+		edits:    []edit{{old: `b.deficit -= e * p.LP`, new: `b.deficit -= e * p.LP / p.WP * p.WP`}},
 		subjects: "tokenbucket", backends: "local",
 	},
 	{
