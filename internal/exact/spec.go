@@ -1,10 +1,21 @@
 package exact
 
 import (
+	_ "embed"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/strategy"
+)
+
+// The Lua every script of the token bucket and GCRA begins with (the
+// shared ARGV, now) and ends with (the decision over the units used).
+var (
+	//go:embed head.lua
+	headLua string
+	//go:embed decide.lua
+	decideLua string
 )
 
 // Params are what the token bucket and GCRA derive from a limit (their
@@ -20,17 +31,18 @@ type Params struct {
 }
 
 // Spec returns the Spec of the token bucket or GCRA, named name with the
-// key tag tag: its decision script (Lua source script), its refund (the
-// source refund, run as the head of one script whose tail is the decision
-// as a peek), its twin's decide and give, and what the two share: Burst,
-// their Params, capacity, Limit of 0 and ARGV (the call's LP, WP and
-// capacity, n, now, then tail(own), what the script reads of the
-// strategy's own limit). A per-call limit must pass CheckCarry, and so
-// must the strategy's.
+// key tag tag: its decision script is head.lua, the Lua source script
+// (which reads the subject's state into used, the scaled units it used,
+// and defines store) and decide.lua; its refund script is head.lua, the
+// source refund (which gives units back), then the decision as a peek. Its
+// twin is decide and give. The rest the two share: Burst, their Params,
+// capacity, Limit of 0 and ARGV (the call's LP, WP and capacity, n, now,
+// then tail(own), what script reads of the strategy's own limit). A
+// per-call limit must pass CheckCarry, and so must the strategy's.
 func Spec[S any](name, tag, script, refund string, decide func(s *S, p, own *Params, now, n int64) (strategy.Result, int64),
 	give func(s *S, own *Params, now, n int64) (strategy.Result, int64), tail func(own *Params) []any) *engine.Spec[Params, S] {
 	spec := engine.Spec[Params, S]{Name: name, Tag: tag, Burst: true, Decide: decide, Give: give,
-		Script: redis.NewScript(script), Refund: redis.NewScript(refund + script)}
+		Script: redis.NewScript(headLua + script + decideLua), Refund: redis.NewScript(headLua + refund + script + decideLua)}
 	spec.Params = func(lim strategy.Limit, own *Params) (Params, error) {
 		if own != nil {
 			if err := CheckCarry(own.lim); err != nil {
