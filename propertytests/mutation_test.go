@@ -150,26 +150,26 @@ local k = count + want - limit`,
 	},
 	{
 		name:     "token bucket twin: refill truncated to whole tokens",
-		file:     "tokenbucket/local.go",
-		edits:    []edit{{old: `b.deficit -= e * s.lp`, new: `b.deficit -= e * s.lp / s.wp * s.wp`}},
+		file:     "tokenbucket/tokenbucket.go",
+		edits:    []edit{{old: `b.deficit -= e * p.LP`, new: `b.deficit -= e * p.LP / p.WP * p.WP`}},
 		subjects: "tokenbucket", backends: "local",
 	},
 	{
 		name: "token bucket: denied requests take their tokens",
-		file: "tokenbucket/tokenbucket.lua",
+		file: "internal/exact/decide.lua", // the tail of tokenbucket.lua, whose locals it sees
 		edits: []edit{{
-			old: `if need > tokens then`,
-			new: `if need > tokens then
-  if n > 0 then redis.call('HSET', key, 't', math.max(tokens - need, 0), 'l', last) end`,
+			old: `if after > full then`,
+			new: `if after > full then
+  if n > 0 then redis.call('HSET', key, 't', math.max(tokens - want * wp, 0), 'l', last) end`,
 		}},
 		subjects: "tokenbucket", backends: "redis",
 	},
 	{
 		name: "token bucket: denied requests restart the refill clock",
-		file: "tokenbucket/tokenbucket.lua",
+		file: "internal/exact/decide.lua", // the tail of tokenbucket.lua, whose locals it sees
 		edits: []edit{{
-			old: `if need > tokens then`,
-			new: `if need > tokens then
+			old: `if after > full then`,
+			new: `if after > full then
   if n > 0 and s[1] then redis.call('HSET', key, 'l', now) end`,
 		}},
 		subjects: "tokenbucket", backends: "redis",
@@ -274,7 +274,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	},
 	{
 		name: "gcra: denied requests move TAT",
-		file: "gcra/gcra.lua",
+		file: "internal/exact/decide.lua", // the tail of gcra.lua
 		edits: []edit{{
 			old: `if after > full then`,
 			new: `if after > full then

@@ -312,8 +312,8 @@ func init() {
 	mutants = append(mutants,
 		mutant{
 			name:     "token bucket: a per-call limit ignored on Redis",
-			file:     "tokenbucket/override.go",
-			edits:    []edit{{old: `a.lp, a.wp, a.capacity, n, l.b.Now(), l.lp`, new: `l.lp, l.wp, l.capacity, n, l.b.Now(), l.lp`}},
+			file:     "internal/exact/spec.go",
+			edits:    []edit{{old: `append(a, p.args[0], p.args[1], p.args[2], n, now)`, new: `append(a, own.args[0], own.args[1], own.args[2], n, now)`}},
 			subjects: "tokenbucket", backends: "miniredis",
 		},
 		mutant{
@@ -330,8 +330,8 @@ func init() {
 		},
 		mutant{
 			name:     "GCRA twin: the stored scale ignored",
-			file:     "gcra/override.go",
-			edits:    []edit{{old: `olp, owp := v.lp, v.wp`, new: `olp, owp := int64(0), int64(0) // MUTANT`}},
+			file:     "gcra/gcra.go",
+			edits:    []edit{{old: `olp, owp := v.Of(own)`, new: `olp, owp := own.LP, own.WP // MUTANT`}},
 			subjects: "gcra", backends: "local",
 		},
 		mutant{

@@ -136,8 +136,8 @@ var refundMutants = []mutant{
 	},
 	{
 		name:     "token bucket twin refund: above capacity (no cap at a full bucket)",
-		file:     "tokenbucket/refund.go",
-		edits:    []edit{{old: `b.deficit -= n * l.sc.wp`, new: `b.deficit -= (n + 1) * l.sc.wp`}},
+		file:     "tokenbucket/tokenbucket.go",
+		edits:    []edit{{old: `b.deficit -= n * own.WP`, new: `b.deficit -= (n + 1) * own.WP`}},
 		subjects: "tokenbucket", backends: "local",
 	},
 	{
