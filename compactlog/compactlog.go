@@ -66,9 +66,9 @@ var refundSrc string
 // which the twin keeps as a unitlog.Log.
 var spec = engine.Spec[params, unitlog.Log]{
 	Name: "compactlog", Tag: "cl",
-	Script: redis.NewScript(scriptSrc),
+	Script: engine.Script(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
-	Refund:   redis.NewScript(refundSrc + scriptSrc),
+	Refund:   engine.Script(refundSrc, scriptSrc),
 	Params:   paramsOf,
 	Capacity: func(p *params) int64 { return p.limit },
 	Args: func(p, _ *params, n int64, now any) []any {

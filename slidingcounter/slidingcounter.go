@@ -51,9 +51,9 @@ var refundSrc string
 
 var spec = engine.Spec[params, counts]{
 	Name: "slidingcounter", Tag: "sc",
-	Script: redis.NewScript(scriptSrc),
+	Script: engine.Script(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
-	Refund:     redis.NewScript(refundSrc + scriptSrc),
+	Refund:     engine.Script(refundSrc, scriptSrc),
 	Params:     paramsOf,
 	Capacity:   func(p *params) int64 { return p.Limit },
 	Args:       func(p, _ *params, n int64, now any) []any { return p.Args(n, now) },

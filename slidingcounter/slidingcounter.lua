@@ -18,12 +18,7 @@
 local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
-local now = ARGV[4] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[4])
 local elapsed = now % window
 local idx = (now - elapsed) / window
 local tag = idx % 4096

@@ -25,6 +25,7 @@ package engine
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -49,6 +50,19 @@ type Call struct {
 
 	Result strategy.Result // after Run or Exec
 	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures
+}
+
+//go:embed prelude.lua
+var prelude string
+
+// Script returns the script of the Lua sources srcs, joined after the
+// engine's prelude (now_ms: the "now" argument, or the server's TIME).
+func Script(srcs ...string) *redis.Script {
+	src := prelude
+	for _, s := range srcs {
+		src += s
+	}
+	return redis.NewScript(src)
 }
 
 // ServerTime is the "now" argument that makes a script read the server's

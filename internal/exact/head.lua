@@ -13,10 +13,5 @@ local lp = ARGV[1] + 0
 local wp = ARGV[2] + 0
 local cap = ARGV[3] + 0
 local n = ARGV[4] + 0
-local now = ARGV[5] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[5])
 local full = cap * wp

@@ -3,8 +3,6 @@ package exact
 import (
 	_ "embed"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -42,7 +40,7 @@ type Params struct {
 func Spec[S any](name, tag, script, refund string, decide func(s *S, p, own *Params, now, n int64) (strategy.Result, int64),
 	give func(s *S, own *Params, now, n int64) (strategy.Result, int64), tail func(own *Params) []any) *engine.Spec[Params, S] {
 	spec := engine.Spec[Params, S]{Name: name, Tag: tag, Burst: true, Decide: decide, Give: give,
-		Script: redis.NewScript(headLua + script + decideLua), Refund: redis.NewScript(headLua + refund + script + decideLua)}
+		Script: engine.Script(headLua, script, decideLua), Refund: engine.Script(headLua, refund, script, decideLua)}
 	spec.Params = func(lim strategy.Limit, own *Params) (Params, error) {
 		if own != nil {
 			if err := CheckCarry(own.lim); err != nil {
