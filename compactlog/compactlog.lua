@@ -178,10 +178,7 @@ local function store(k, t)
   redis.call('SET', key, fields(w2, t, (keep + k) % limit, keep + k, limit) .. table.concat(parts), 'PX', ttl)
 end
 
-local want = n
-if n == 0 then
-  want = 1
-end
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 local reset = 0
 if live > 0 then
   reset = newest + window - now
@@ -200,12 +197,7 @@ if live + want <= limit then
     store(n, t)
     reset = t + window - now
   end
-  local remaining = limit - live - n
-  local x = reset * (limit + 1) + remaining
-  if x < 9007199254740992 then
-    return x
-  end
-  return {1, remaining, 0, reset}
+  return allowed(limit, limit - live - n, reset)
 end
 
 -- Denied: the (live + want - limit)-th oldest live unit must leave first.

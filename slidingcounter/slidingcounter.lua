@@ -59,10 +59,7 @@ if curr > 0 then
 elseif prev > 0 then
   reset = window - elapsed
 end
-local want = n
-if n == 0 then
-  want = 1
-end
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 if want > limit then
   return {0, math.max(limit - used, 0), -1, reset}
 end
@@ -79,12 +76,7 @@ if used + want <= limit then
       redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. rawprev, 'PX', reset)
     end
   end
-  local remaining = limit - used - n
-  local x = reset * (limit + 1) + remaining
-  if x < 9007199254740992 then
-    return x
-  end
-  return {1, remaining, 0, reset}
+  return allowed(limit, limit - used - n, reset)
 end
 
 -- Denied: the earliest ms at which the request passes if nothing else is

@@ -13,3 +13,14 @@ local function now_ms(arg)
   end
   return now
 end
+
+-- allowed returns an allowed decision: the one integer
+-- reset * (limit + 1) + remaining while it is below 2^53 (exact in Lua's
+-- numbers), the table {1, remaining, 0, reset} beyond (see package engine).
+local function allowed(limit, remaining, reset)
+  local x = reset * (limit + 1) + remaining
+  if x < 9007199254740992 then
+    return x
+  end
+  return {1, remaining, 0, reset}
+end

@@ -20,8 +20,4 @@ if n > 0 then
   reset = math.ceil(after / lp)
   store(after, reset)
 end
-local x = reset * (cap + 1) + remaining
-if x < 9007199254740992 then
-  return x
-end
-return {1, remaining, 0, reset}
+return allowed(cap, remaining, reset)
