@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -18,7 +19,7 @@ var refundSrc string
 // refundScript gives units back under every rule, then runs the decision
 // script as a peek, so that the refund and its Result are one atomic
 // script call.
-var refundScript = redis.NewScript(refundSrc + scriptSrc)
+var refundScript = redis.NewScript(unitlog.RefundLua + refundSrc + scriptSrc)
 
 var (
 	_ strategy.Refunder = (*Limiter)(nil)

@@ -55,8 +55,8 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 var spec = engine.Spec[params, unitlog.Log]{
 	Name: "slidinglog", Tag: Tag,
 	Script: redis.NewScript(scriptSrc),
-	// the refund, then the decision script as a peek: one atomic call
-	Refund: redis.NewScript(refundSrc + scriptSrc),
+	// the log's refund, then the decision script as a peek: one atomic call
+	Refund: redis.NewScript(unitlog.RefundLua + refundSrc + scriptSrc),
 	Params: func(lim strategy.Limit, _ *params) (params, error) {
 		p := params{limit: lim.Limit, window: lim.Window.Milliseconds()}
 		p.args = [2]any{p.limit, p.window}
