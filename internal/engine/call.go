@@ -49,6 +49,10 @@ type Call struct {
 
 	Result strategy.Result // after Run or Exec
 	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures
+	// Reply is the script's reply after Run or Exec when Decode is false,
+	// for a caller that decodes a reply of its own shape (multilimit's, of
+	// several rules) with DecodeInts.
+	Reply any
 }
 
 // ServerTime is the "now" argument that makes a script read the server's
@@ -96,6 +100,8 @@ func (c *Call) finish(v any, err error) {
 		c.Err = backend(err)
 	case c.Decode:
 		c.Result, c.Err = Decode(v, c.Capacity)
+	default:
+		c.Reply = v
 	}
 }
 
