@@ -214,11 +214,11 @@ func (s *set) do(ctx context.Context, q engine.Req) (strategy.Result, []strategy
 		return strategy.Result{}, nil, err
 	}
 	each := make([]strategy.Result, len(s.rules))
-	if allowed, err := s.run(ctx, q, each); err != nil || q.Op == engine.OpReset {
+	allowed, err := s.run(ctx, q, each)
+	if err != nil || q.Op == engine.OpReset {
 		return strategy.Result{}, nil, err
-	} else {
-		return combine(allowed, each), each, nil
 	}
+	return combine(allowed, each), each, nil
 }
 
 // HonoursContext reports whether every call returns by its context's
@@ -238,13 +238,14 @@ func (l *Limiter) Keys(subject string) []string {
 // redis runs q as one script call.
 func (l *Limiter) redis(ctx context.Context, q engine.Req, each []strategy.Result) (bool, error) {
 	c := engine.Del(l.Keys(q.Key)...)
-	if q.Op != engine.OpReset {
+	switch q.Op {
+	case engine.OpAllow: // ARGV: n, now, then the rules'
 		c.Script, c.Args = script, append([]any{q.N, engine.NowArg(l.opts.Clock)}, l.args...)
-	}
-	if q.Op == engine.OpRefund && q.N > 0 {
-		c.Script, c.Args[0], c.Args = refundScript, 0, append(c.Args, q.N)
-	} else if q.Op == engine.OpRefund {
-		c.Args[0] = 0
+	case engine.OpRefund: // a peek's, then the units to give back
+		c.Script, c.Args = script, append(append([]any{0, engine.NowArg(l.opts.Clock)}, l.args...), q.N)
+		if q.N > 0 {
+			c.Script = refundScript
+		}
 	}
 	engine.Run(ctx, l.rdb, &c)
 	v := make([]int64, 1+3*len(l.rules))
@@ -282,18 +283,20 @@ func (l *Local) local(ctx context.Context, q engine.Req, each []strategy.Result)
 			*s = make([]ruleState, len(l.rules))
 		}
 		allowed = true
-		for i, r := range l.rules {
+		for i := range l.rules {
+			st, r := &(*s)[i], &l.rules[i]
 			if q.Op == engine.OpRefund {
-				(*s)[i].give(&r, now, n)
+				st.give(r, now, n)
 			}
-			each[i] = (*s)[i].decide(&r, now, 0)
+			each[i] = st.decide(r, now, 0)
 			allowed = allowed && each[i].Allowed && (q.Op == engine.OpRefund || each[i].Remaining >= n)
 		}
-		for i, r := range l.rules {
+		for i := range l.rules {
+			st, r := &(*s)[i], &l.rules[i]
 			if q.Op == engine.OpAllow && n > 0 && (allowed || !each[i].Allowed || each[i].Remaining < n) {
-				each[i] = (*s)[i].decide(&r, now, n)
+				each[i] = st.decide(r, now, n) // records n when allowed; else the rule's own denial
 			}
-			expires = max(expires, (*s)[i].expires(&r))
+			expires = max(expires, st.expires(r))
 		}
 		return expires
 	})
