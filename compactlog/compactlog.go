@@ -78,10 +78,10 @@ var spec = engine.Spec[params, unitlog.Log]{
 		return []any{p.limitArg, p.windowArg, 0, p.widthArg, now, p.rangesArg, n}
 	},
 	Decide: func(g *unitlog.Log, p, _ *params, now, n int64) (strategy.Result, int64) {
-		return g.Decide(p.limit, p.window, now, n)
+		return g.Decide(p.limit, p.window, now, n), g.Expires(p.window)
 	},
 	Give: func(g *unitlog.Log, own *params, now, n int64) (strategy.Result, int64) {
-		return g.Give(own.limit, own.window, now, n)
+		return g.Give(own.limit, own.window, now, n), g.Expires(own.window)
 	},
 }
 

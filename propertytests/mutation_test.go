@@ -41,17 +41,35 @@ var mutants = []mutant{
 		name: "sliding log: check then act in two round trips",
 		file: "slidinglog/slidinglog.go",
 		edits: []edit{{
-			old: `	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.b.Now())`,
-			new: `	now := l.b.Now()
-	// MUTANT: count in one script run, record in another
-	chk, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, 0, now)
-	if err != nil || n == 0 || n > l.b.Lim.Limit || chk.Remaining < n {
-		return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, n, now)
+			old: `import (
+	_ "embed"`,
+			new: `import (
+	"context"
+	_ "embed"`,
+		}, {
+			old: `type Limiter struct {
+	engine.Redis[params, unitlog.Log]
+}`,
+			new: `type Limiter struct {
+	engine.Redis[params, unitlog.Log]
+}
+
+// MUTANT: count in one script run, record in another
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	lim := l.Limit()
+	chk, err := l.Redis.Peek(ctx, key)
+	if err != nil || n == 0 || n > lim.Limit || chk.Remaining < n {
+		return l.Redis.AllowN(ctx, key, n)
 	}
-	res, err := redisx.Decision(ctx, l.b.RDB, script, k, strategy.MaxUnits, strategy.MaxUnits, l.windowMs, n, now)
-	res.Limit, res.Remaining = l.b.Lim.Limit, chk.Remaining-n
-	return res, err`,
+	c, err := l.Plan(engine.Req{Op: engine.OpAllow, Key: key, N: n})
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	c.Args[0], c.Capacity = int64(strategy.MaxUnits), strategy.MaxUnits
+	engine.Run(ctx, l.Client(), &c)
+	c.Result.Limit, c.Result.Remaining = lim.Limit, chk.Remaining-n
+	return c.Result, c.Err
+}`,
 		}},
 		subjects: "slidinglog", backends: "redis",
 	},
@@ -99,7 +117,7 @@ var mutants = []mutant{
 	},
 	{
 		name:     "sliding log twin: window edge off by one (now - t <= W counts)",
-		file:     "slidinglog/local.go",
+		file:     "internal/unitlog/decide.go",
 		edits:    []edit{{old: `floor := now - window`, new: `floor := now - window - 1`}},
 		subjects: "slidinglog", backends: "local",
 	},

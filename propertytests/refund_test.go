@@ -94,7 +94,7 @@ func init() {
 var refundMutants = []mutant{
 	{
 		name:     "sliding log refund: whole entries only (the entry where it stops is not shrunk)",
-		file:     "slidinglog/refund.lua",
+		file:     "internal/unitlog/refund.lua",
 		edits:    []edit{{old: `if (e[1] - base) % M > k then`, new: `if false then`}},
 		subjects: "slidinglog", backends: "redis",
 	},

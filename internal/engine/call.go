@@ -50,6 +50,10 @@ type Call struct {
 
 	Result strategy.Result // after Run or Exec
 	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures
+	// Reply is the script's reply after Run or Exec when Decode is false,
+	// for a caller that decodes a reply of its own shape (multilimit's, of
+	// several rules) with DecodeInts.
+	Reply any
 }
 
 //go:embed prelude.lua
@@ -85,22 +89,23 @@ func NowArg(c strategy.Clock) any {
 func backend(err error) error { return fmt.Errorf("%w: %w", strategy.ErrBackend, err) }
 
 // Run sends c on rdb (EVALSHA, then EVAL only on an explicit NOSCRIPT
-// reply) unless ctx is done, and returns its outcome. A Submitter
-// (package batch) takes the call instead, to send it in a pipeline. c is
-// passed by value so that the direct path allocates no Call.
-func Run(ctx context.Context, rdb redis.Scripter, c Call) (strategy.Result, error) {
+// reply) unless ctx is done, and returns c with its outcome. A Submitter
+// (package batch) takes the call instead, to send it in a pipeline. c
+// goes by value so that the direct path allocates no Call.
+func Run(ctx context.Context, rdb redis.Scripter, c Call) Call {
 	if err := ctx.Err(); err != nil {
-		return strategy.Result{}, backend(err)
+		c.Err = backend(err)
+		return c
 	}
 	if c.Done {
-		return c.Result, c.Err
+		return c
 	}
 	if s, ok := rdb.(Submitter); ok {
 		return s.Submit(ctx, c)
 	}
 	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
 	c.finish(v, err)
-	return c.Result, c.Err
+	return c
 }
 
 // finish records the reply v of c, or its error.
@@ -110,6 +115,8 @@ func (c *Call) finish(v any, err error) {
 		c.Err = backend(err)
 	case c.Decode:
 		c.Result, c.Err = Decode(v, c.Capacity)
+	default:
+		c.Reply = v
 	}
 }
 
@@ -129,7 +136,7 @@ func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
 	p, ok := rdb.(pipeliner)
 	if !ok || len(cs) == 1 {
 		for _, c := range cs {
-			c.Result, c.Err = Run(ctx, rdb, *c)
+			*c = Run(ctx, rdb, *c)
 		}
 		return
 	}

@@ -130,7 +130,8 @@ func (r *Redis[P, S]) do(ctx context.Context, q Req) (strategy.Result, error) {
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	return Run(ctx, r.rdb, c)
+	c = Run(ctx, r.rdb, c)
+	return c.Result, c.Err
 }
 
 // params returns the parameters of lim, or the strategy's own unless with.
