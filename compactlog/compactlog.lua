@@ -179,10 +179,7 @@ local function store(k, t)
 end
 
 local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
-local reset = 0
-if live > 0 then
-  reset = newest + window - now
-end
+local reset = live > 0 and newest + window - now or 0 -- until the newest unit leaves
 
 -- Denied requests, Peek and n = 0 write nothing: only a recorded request
 -- forgets the units that left the window.

@@ -50,10 +50,7 @@ if top[1] then
   count = (last - base) % M
 end
 
-local reset = 0
-if count > 0 then
-  reset = newest + window - now
-end
+local reset = count > 0 and newest + window - now or 0 -- until the newest unit leaves
 
 if want > limit then
   return {0, math.max(limit - count, 0), -1, reset}
