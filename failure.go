@@ -11,8 +11,8 @@ import (
 
 	"github.com/ratekit/ratelimit/compare"
 	"github.com/ratekit/ratelimit/internal/denycache"
-	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"

@@ -278,24 +278,25 @@ func (f *flushers) wait() {
 // in flight to that node), and returns once c has its outcome or ctx is
 // done (see engine.Submitter). Every strategy of this module hands the
 // Client its calls this way.
-func (c *Client) Submit(ctx context.Context, call *engine.Call) {
+func (c *Client) Submit(ctx context.Context, call engine.Call) engine.Call {
 	if err := ctx.Err(); err != nil {
 		call.Fail(err)
-		return
+		return call
 	}
 	if c.closed.Load() {
 		call.Fail(ErrClosed)
-		return
+		return call
 	}
 	l, err := c.laneOf(ctx, call.Keys)
 	switch {
 	case err != nil:
 		call.Fail(err)
 	case l == nil:
-		engine.Run(ctx, c.rdb, call)
+		return engine.Run(ctx, c.rdb, call)
 	default:
-		l.submit(ctx, call)
+		l.submit(ctx, &call)
 	}
+	return call
 }
 
 // EvalSha runs the script with SHA1 digest sha1 in a pipeline shared with
@@ -305,7 +306,7 @@ func (c *Client) Submit(ctx context.Context, call *engine.Call) {
 // only the calls that got NOSCRIPT; otherwise it is returned, and
 // redis.Script.Run then falls back to Eval.
 func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, engine.Call{Script: c.known(sha1), Keys: keys, Args: args, Raw: &engine.Raw{SHA: sha1}}, "")
+	return c.do(ctx, engine.Call{Script: c.known(sha1), SHA: sha1, Keys: keys, Args: args, Raw: true}, "")
 }
 
 // Eval runs script like EvalSha with the script's digest: the Client
@@ -313,7 +314,7 @@ func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 // and re-sends, so that the whole text crosses the network once per node,
 // not once per caller.
 func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, engine.Call{Script: c.learn(script), Keys: keys, Args: args, Raw: &engine.Raw{}}, script)
+	return c.do(ctx, engine.Call{Script: c.learn(script), Keys: keys, Args: args, Raw: true}, script)
 }
 
 // EvalRO is the underlying client's EvalRO, not batched.
@@ -379,14 +380,14 @@ func (c *Client) do(ctx context.Context, call engine.Call, src string) *redis.Cm
 	case l == nil && src != "":
 		return c.rdb.Eval(ctx, src, call.Keys, call.Args...)
 	case l == nil:
-		return c.rdb.EvalSha(ctx, call.Raw.SHA, call.Keys, call.Args...)
+		return c.rdb.EvalSha(ctx, call.SHA, call.Keys, call.Args...)
 	}
 	l.submit(ctx, &call)
 	cmd := redis.NewCmd(ctx)
 	if call.Err != nil {
 		cmd.SetErr(call.Err)
 	} else {
-		cmd.SetVal(call.Raw.Reply)
+		cmd.SetVal(call.Reply)
 	}
 	return cmd
 }
@@ -436,7 +437,6 @@ func (c *Client) lane(node *redis.Client) *lane {
 type waiter struct {
 	ctx   context.Context
 	call  engine.Call
-	raw   engine.Raw // call.Raw's copy, for a Raw call
 	state atomic.Int32
 	done  chan struct{} // closed once call has its outcome
 }
@@ -500,10 +500,6 @@ func (l *lane) submit(ctx context.Context, call *engine.Call) {
 		l.dropped = 0
 	}
 	w := &waiter{ctx: ctx, call: *call, done: make(chan struct{})}
-	if call.Raw != nil {
-		w.raw = *call.Raw
-		w.call.Raw = &w.raw
-	}
 	l.queue = append(l.queue, w)
 	l.startPipe()
 	l.mu.Unlock()

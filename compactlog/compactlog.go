@@ -1,20 +1,16 @@
 package compactlog
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/fielderr"
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-// Tag is the algorithm's part of every key: <prefix>cl:{<subject>}.
-const Tag = "cl"
 
 // MaxLimit is the largest Limit the compact log accepts. It bounds what one
 // subject costs (a value of 13 + Limit x w bytes, w from 1 to 6 as Width
@@ -27,57 +23,91 @@ const MaxLimit = 10000
 // commands more, but a decision's work no longer grows with the Limit.
 const rangesAbove = 1024
 
+// Limiter is the compact exact sliding log on Redis; it implements
+// strategy.Strategy, LimitOverrider, Refunder and LimitValidator (see
+// "Refunds" and "Per-subject limits" in the package doc). It is safe for
+// concurrent use.
+type Limiter struct {
+	engine.Redis[params, unitlog.Log]
+}
+
+// New returns a compact log that keeps its entries in Redis through rdb
+// (a *redis.Client, *redis.ClusterClient or *redis.Ring) under the keys
+// <prefix>cl:{<subject>}. lim.Burst is ignored. It fails when lim or an
+// option is invalid, or when lim.Limit exceeds MaxLimit.
+func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
+	return engine.New[Limiter](&spec, rdb, lim, opts)
+}
+
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject costs 16 bytes per distinct millisecond at which units were
+// recorded in the window (a request of cost n is one such entry, whatever
+// n), plus a small header, and is dropped once its newest unit has left the
+// window.
+type Local struct {
+	engine.Local[params, unitlog.Log]
+}
+
+// NewLocal returns the in-process twin of New. Of the options, WithClock
+// (default time.Now) and WithMaxSubjects matter. Limit is bounded by
+// MaxLimit as for New, though the twin stores entries, not units.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	return engine.NewLocal[Local](&spec, lim, opts)
+}
+
 //go:embed compactlog.lua
 var scriptSrc string
 
-var script = redis.NewScript(scriptSrc)
+//go:embed refund.lua
+var refundSrc string
 
-// Limiter is the compact exact sliding log on Redis. It is safe for
-// concurrent use.
-type Limiter struct {
-	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
-	shardAware
-	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
-	queueable
-	b        redisx.Base
-	windowMs int64
-	width    int64
-	ranges   int64 // 1: read and write the value by ranges
+// spec is the compact log's: its decisions are the exact sliding log's,
+// which the twin keeps as a unitlog.Log.
+var spec = engine.Spec[params, unitlog.Log]{
+	Name: "compactlog", Tag: "cl",
+	Script: engine.Script(scriptSrc),
+	// the refund, then the decision script as a peek: one atomic call
+	Refund:   engine.Script(refundSrc, scriptSrc),
+	Params:   paramsOf,
+	Capacity: func(p *params) int64 { return p.limit },
+	Args: func(p, _ *params, n int64, now any) []any {
+		return []any{p.limitArg, p.windowArg, n, p.widthArg, now, p.rangesArg}
+	},
+	RefundArgs: func(p, _ *params, n int64, now any) []any {
+		return []any{p.limitArg, p.windowArg, 0, p.widthArg, now, p.rangesArg, n}
+	},
+	Decide: func(g *unitlog.Log, p, _ *params, now, n int64) (strategy.Result, int64) {
+		return g.Decide(p.limit, p.window, now, n), g.Expires(p.window)
+	},
+	Give: func(g *unitlog.Log, own *params, now, n int64) (strategy.Result, int64) {
+		return g.Give(own.limit, own.window, now, n), g.Expires(own.window)
+	},
 }
 
-var (
-	_ strategy.Strategy        = (*Limiter)(nil)
-	_ keys.ShardAware          = (*Limiter)(nil)
-	_ redisx.Queueable         = (*Limiter)(nil)
-	_ strategy.ContextHonourer = (*Limiter)(nil)
-)
-
-// New returns a compact log that keeps its entries in Redis through rdb
-// (a *redis.Client, *redis.ClusterClient or *redis.Ring). lim.Burst is
-// ignored. It fails when lim or an option is invalid, or when lim.Limit
-// exceeds MaxLimit.
-func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	b, err := redisx.NewBase("compactlog", Tag, rdb, lim, opts, checkLimit)
-	if err != nil {
-		return nil, err
-	}
-	b.Lim.Burst = 0
-	w := lim.Window.Milliseconds()
-	l := &Limiter{b: b, windowMs: w, width: Width(w)}
-	if 13+lim.Limit*l.width > rangesAbove {
-		l.ranges = 1
-	}
-	return l, nil
+// params are a limit's: units per window, the window in ms, and the script
+// arguments, boxed once: those two, the entry width and the ranges flag (1:
+// read and write the value by ranges). A per-call limit has the same
+// window and width; its ring is laid out again for its Limit by the first
+// request it records.
+type params struct {
+	limit, window                            int64
+	limitArg, windowArg, widthArg, rangesArg any
 }
 
-// checkLimit bounds the memory of one subject.
-func checkLimit(lim strategy.Limit) error {
+// paramsOf bounds the memory of one subject by MaxLimit.
+func paramsOf(lim strategy.Limit, _ *params) (params, error) {
 	if lim.Limit > MaxLimit {
-		return fielderr.New(strategy.ErrInvalidLimit, "compactlog: ", "Limit", func(name func(string) string) string {
+		return params{}, fielderr.New(strategy.ErrInvalidLimit, "compactlog: ", "Limit", func(name func(string) string) string {
 			return fmt.Sprintf("%s must be <= %d, got %d (use sliding_log or sliding_counter)", name("Limit"), MaxLimit, lim.Limit)
 		})
 	}
-	return nil
+	w := lim.Window.Milliseconds()
+	width, ranges := Width(w), int64(0)
+	if 13+lim.Limit*width > rangesAbove {
+		ranges = 1
+	}
+	return params{limit: lim.Limit, window: w, limitArg: lim.Limit, windowArg: w, widthArg: width, rangesArg: ranges}, nil
 }
 
 // Width returns the bytes the compact log stores per unit for a window of
@@ -91,44 +121,3 @@ func Width(windowMs int64) int64 {
 	}
 	return w
 }
-
-// Limit returns the limit the strategy enforces, with Burst 0: the
-// algorithm has no burst.
-func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
-
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does (see
-// strategy.ContextHonourer).
-func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
-
-// Key returns the Redis key that holds key's entries.
-func (l *Limiter) Key(key string) string { return l.b.Key(key) }
-
-// AllowN records n units for key if the units in the window (now - Window,
-// now] plus n do not exceed the limit, in one script run.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	k, err := l.b.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.width, l.b.Now(), l.ranges)
-}
-
-// Peek reports key's state now without recording anything or writing to Redis.
-func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return l.AllowN(ctx, key, 0)
-}
-
-// Reset deletes key's entries.
-func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
-
-// shardAware and queueable mark a Limiter as reading the shard index from
-// the context, and its Peek and Reset as one script call each, which the
-// sharded wrapper sends for all shards in one pipeline.
-type (
-	//lint:ignore U1000 used by the embedded field shardAware
-	shardAware = keys.Aware
-	//lint:ignore U1000 used by the embedded field queueable
-	queueable = redisx.Queue
-)

@@ -15,12 +15,7 @@ local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
 local wdef = ARGV[4] + 0
-local now = ARGV[5] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[5])
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
 local byte = string.byte
@@ -183,14 +178,8 @@ local function store(k, t)
   redis.call('SET', key, fields(w2, t, (keep + k) % limit, keep + k, limit) .. table.concat(parts), 'PX', ttl)
 end
 
-local want = n
-if n == 0 then
-  want = 1
-end
-local reset = 0
-if live > 0 then
-  reset = newest + window - now
-end
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
+local reset = live > 0 and newest + window - now or 0 -- until the newest unit leaves
 
 -- Denied requests, Peek and n = 0 write nothing: only a recorded request
 -- forgets the units that left the window.
@@ -205,12 +194,7 @@ if live + want <= limit then
     store(n, t)
     reset = t + window - now
   end
-  local remaining = limit - live - n
-  local x = reset * (limit + 1) + remaining
-  if x < 9007199254740992 then
-    return x
-  end
-  return {1, remaining, 0, reset}
+  return allowed(limit, limit - live - n, reset)
 end
 
 -- Denied: the (live + want - limit)-th oldest live unit must leave first.

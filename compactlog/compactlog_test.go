@@ -34,13 +34,7 @@ var extraLimits = []strategy.Limit{
 
 // newRanges is New with the value read and written by ranges whatever the
 // limit (the path of limits above about 500).
-func newRanges(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*compactlog.Limiter, error) {
-	l, err := compactlog.New(rdb, lim, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return compactlog.UseRanges(l), nil
-}
+var newRanges = compactlog.NewRanges
 
 func TestDifferential(t *testing.T) {
 	t.Run("whole", func(t *testing.T) {
@@ -268,12 +262,13 @@ func TestLimitAndWindowChange(t *testing.T) {
 			var compact, sliding []strategy.Strategy
 			for _, lim := range limits {
 				lim.Window *= scale
-				c, err := compactlog.New(rdb, lim, opts...)
+				newCompact := compactlog.New
+				if name == "miniredis-ranges" {
+					newCompact = compactlog.NewRanges
+				}
+				c, err := newCompact(rdb, lim, opts...)
 				if err != nil {
 					t.Fatal(err)
-				}
-				if name == "miniredis-ranges" {
-					compactlog.UseRanges(c)
 				}
 				s, err := slidinglog.New(rdb, lim, opts...)
 				if err != nil {

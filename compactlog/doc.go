@@ -71,6 +71,16 @@
 //
 // Limiter and Local are safe for concurrent use.
 //
+// # Refunds
+//
+// RefundN (strategy.Refunder) gives back up to n of the units the subject
+// recorded that are still in the window, newest first: the newest slots of
+// the ring go, so the log stays exact (its decisions are the sliding log's
+// after the same refund). Units that left the window are never given back.
+// It returns the state after the refund, as Peek reports it, from one
+// script run (the refund and then the decision script as a peek); n = 0 is
+// Peek. The twin does the same on its entries.
+//
 // # Per-subject limits
 //
 // AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with

@@ -13,12 +13,7 @@
 -- window after its new newest unit. A malformed value (a header that
 -- does not parse, or a length other than the header claims) is left as it
 -- is, for the decision script to report.
-local now = ARGV[5] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[5])
 do
   local key = KEYS[1]
   local window = ARGV[2] + 0

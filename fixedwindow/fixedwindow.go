@@ -42,9 +42,9 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 
 var spec = engine.Spec[params, counter]{
 	Name: "fixedwindow", Tag: "fw",
-	Script: redis.NewScript(scriptSrc),
+	Script: engine.Script(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
-	Refund: redis.NewScript(refundSrc + scriptSrc),
+	Refund: engine.Script(refundSrc, scriptSrc),
 	Params: func(lim strategy.Limit, _ *params) (params, error) {
 		w := lim.Window.Milliseconds()
 		return params{limit: lim.Limit, window: w, limitArg: lim.Limit, windowArg: w}, nil

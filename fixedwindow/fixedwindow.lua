@@ -12,12 +12,7 @@
 local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
-local now = ARGV[4] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[4])
 -- windows are aligned to multiples of window since the Unix epoch
 local elapsed = now % window
 local left = window - elapsed -- ms until the window ends, >= 1
@@ -28,10 +23,7 @@ if v and v >= base and v < base + 2199023255552 then
   count = v - base
 end
 
-local want = n
-if n == 0 then
-  want = 1
-end
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 if want > limit then
   local reset = 0
   if count > 0 then
@@ -53,9 +45,4 @@ elseif count > 0 then
 else
   redis.call('SET', KEYS[1], base + n, 'PX', left)
 end
-local remaining = limit - count - n
-local x = reset * (limit + 1) + remaining
-if x < 9007199254740992 then
-  return x
-end
-return {1, remaining, 0, reset}
+return allowed(limit, limit - count - n, reset)

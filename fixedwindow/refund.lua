@@ -8,12 +8,7 @@
 -- The current window's count drops by min(units, count): a count of an
 -- earlier window is not touched (its units no longer count). The counter
 -- keeps its expiry, the end of the window; it is deleted at 0.
-local now = ARGV[4] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[4])
 do
   local window = ARGV[2] + 0
   local r = ARGV[5] + 0

@@ -65,6 +65,16 @@
 // Cluster works. Limiter and Local are safe for concurrent use; every
 // decision is atomic on the server, or under the subject's lock in Local.
 //
+// # Refunds
+//
+// RefundN gives n units back: TAT moves back by n emission intervals, never
+// earlier than now, TAT = max(now, TAT - n × Window/Limit), so a subject
+// never holds more than its capacity. GCRA does not remember which units
+// were spent: a refund after time passed gives back only what is missing.
+// A TAT last written under a per-call limit gets nothing back. RefundN
+// returns the state after the refund, as Peek reports it, from one script
+// run.
+//
 // # Per-subject limits
 //
 // AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with

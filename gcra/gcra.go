@@ -1,140 +1,149 @@
 package gcra
 
 import (
-	"context"
 	_ "embed"
+	"math/bits"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/exact"
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// Tag is the algorithm's part of every key: <prefix>gc:{<subject>}. Two
-// letters, like the other tags: a key name of 14 bytes or less (rl:gc:{u1234})
-// costs 16 bytes less in Redis than one of 15 to 30.
-const Tag = "gc"
+var (
+	//go:embed gcra.lua
+	scriptSrc string
+	//go:embed refund.lua
+	refundSrc string
+)
 
-//go:embed gcra.lua
-var scriptSrc string
+// spec is GCRA for the engine. Its tag has two letters, like the others: a
+// key name of 14 bytes or less (rl:gc:{u1234}) costs 16 bytes less in
+// Redis than one of 15 to 30.
+var spec = exact.Spec("gcra", "gc", scriptSrc, refundSrc, decide, give, tail)
 
-var script = redis.NewScript(scriptSrc)
-
-// Limiter is GCRA on Redis. It is safe for concurrent use.
-type Limiter struct {
-	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
-	shardAware
-	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
-	queueable
-	b  redisx.Base
-	sc scale
-	// the constant script arguments, boxed once
-	lp, wp, capacity, digits, format any
-	window                           any
-	// per-call limits (AllowNWith): their scale and arguments, boxed once
-	overrides redisx.Cache[args]
+// tail is the ARGV the script reads of the strategy's own limit: the
+// digits of a stored remainder in 1/lp ms and the format of the value
+// (none when lp is 1), its lp and wp, and the window.
+func tail(own *exact.Params) []any {
+	digits, format := 0, ""
+	if own.LP > 1 {
+		digits = len(strconv.FormatInt(own.LP-1, 10))
+		format = "%d%0" + strconv.Itoa(digits) + "d"
+	}
+	return []any{digits, format, own.LP, own.WP, own.Window}
 }
 
-var (
-	_ strategy.Strategy        = (*Limiter)(nil)
-	_ keys.ShardAware          = (*Limiter)(nil)
-	_ redisx.Queueable         = (*Limiter)(nil)
-	_ strategy.ContextHonourer = (*Limiter)(nil)
-)
+// Limiter is GCRA on Redis; it implements strategy.Strategy,
+// LimitOverrider, Refunder and LimitValidator. It is safe for concurrent
+// use.
+type Limiter struct {
+	engine.Redis[exact.Params, tat]
+}
+
+// Local is GCRA in this process only, Limiter's twin: for the same clock,
+// the same decisions. A subject costs four int64 (two of them for per-call
+// limits) and its map entry, until its theoretical arrival time passes.
+// It is safe for concurrent use.
+type Local struct {
+	engine.Local[exact.Params, tat]
+}
 
 // New returns a GCRA limiter that keeps each subject's theoretical arrival
 // time in Redis through rdb (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring). The capacity is lim.Burst, or lim.Limit when Burst is 0; the
-// rate is lim.Limit per lim.Window. It fails when lim or an option is
-// invalid, or when the limit cannot be computed exactly (see the package
-// doc).
+// *redis.Ring) under the keys <prefix>gc:{<subject>}. The capacity is
+// lim.Burst, or lim.Limit when Burst is 0; the rate is lim.Limit per
+// lim.Window. It fails when lim or an option is invalid, or when the limit
+// cannot be computed exactly (see the package doc, also for per-call limits
+// and refunds).
 func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	b, err := redisx.NewBase("gcra", Tag, rdb, lim, opts)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := newScale(lim)
-	if err != nil {
-		return nil, err
-	}
-	digits, format := 0, ""
-	if sc.lp > 1 {
-		digits = len(strconv.FormatInt(sc.lp-1, 10))
-		format = "%d%0" + strconv.Itoa(digits) + "d"
-	}
-	return &Limiter{b: b, sc: sc,
-		lp: sc.lp, wp: sc.wp, capacity: sc.capacity, digits: digits, format: format,
-		window: lim.Window.Milliseconds()}, nil
+	return engine.New[Limiter](spec, rdb, lim, opts)
 }
 
-// Limit returns the limit the strategy enforces.
-func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
-
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does (see
-// strategy.ContextHonourer).
-func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
-
-// Key returns the Redis key that holds key's theoretical arrival time.
-func (l *Limiter) Key(key string) string { return l.b.Key(key) }
-
-// AllowN lets key spend n units if its theoretical arrival time, moved by n
-// emission intervals, stays within the capacity of now, in one script run.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	k, err := l.b.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if l.sc.denyAll() {
-		return redisx.DenyAll(ctx)
-	}
-	return redisx.Decision(ctx, l.b.RDB, script, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, n, l.b.Now(), l.digits, l.format, l.lp, l.wp, l.window)
+// NewLocal is New's twin (see Local); WithClock (time.Now when not given)
+// and WithMaxSubjects are the options it reads.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	return engine.NewLocal[Local](spec, lim, opts)
 }
 
-// Peek reports key's state now without recording anything or writing to
-// Redis.
-func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return l.AllowN(ctx, key, 0)
+// tat is a theoretical arrival time: ms + frac/lp milliseconds since the
+// Unix epoch. The zero tat has long passed.
+type tat struct {
+	ms, frac int64
+	// the scale of frac when the last write was under a per-call limit
+	// other than the strategy's
+	exact.Written
 }
 
-// Reset deletes key's state: the subject starts again with full capacity.
-func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
-
-// scale is the exact integer form of a limit: time is counted in 1/lp ms,
-// the emission interval is wp of those units, and the capacity full units.
-type scale struct {
-	lp, wp   int64
-	capacity int64 // in units of the limit
-	full     int64 // capacity × wp
-	fullMs   int64 // ⌊full/lp⌋
-}
-
-// denyAll reports a Limit of 0, which denies every request.
-func (s scale) denyAll() bool { return s.lp == 0 }
-
-// newScale returns the scale of lim, which must be valid.
-func newScale(lim strategy.Limit) (scale, error) {
-	x, err := exact.Of(lim)
-	if err != nil {
-		return scale{}, err
+// decide is the decision script: n units (0: peek) against v under p at
+// now. It returns the Result and until when v matters.
+func decide(v *tat, p, own *exact.Params, now, n int64) (strategy.Result, int64) {
+	if v.Plain(p, own) {
+		return v.take(p, v.ahead(p, now), now, n)
 	}
-	s := scale{lp: x.LP, wp: x.WP, capacity: x.Capacity, full: x.Full}
-	if !s.denyAll() {
-		s.fullMs = s.full / s.lp
+	// v written under another limit, or p is a per-call limit: how far v
+	// is after now, in its stored scale, carries over to p (exact.Carry),
+	// then p decides; an allowed write records p's scale unless it is the
+	// strategy's own.
+	olp, owp := v.Of(own)
+	var ahead int64
+	if d := v.ms - now; d >= 0 {
+		hi, lo := bits.Mul64(uint64(d), uint64(olp))
+		if hi != 0 || lo >= 1<<62 {
+			ahead = p.Full // far beyond any capacity
+		} else {
+			ahead = exact.Carry(int64(lo)+v.frac, owp, p.Scale, p.Window)
+		}
 	}
-	return s, nil
+	res, expires := v.take(p, ahead, now, n)
+	if !res.Allowed || n == 0 {
+		// v unchanged: it matters until its TAT
+		if v.frac > 0 {
+			return res, v.ms + 1
+		}
+		return res, v.ms
+	}
+	v.Written = exact.As(p, own)
+	return res, expires
 }
 
-// shardAware and queueable mark a Limiter as reading the shard index from
-// the context, and its Peek and Reset as one script call each, which the
-// sharded wrapper sends for all shards in one pipeline.
-type (
-	//lint:ignore U1000 used by the embedded field shardAware
-	shardAware = keys.Aware
-	//lint:ignore U1000 used by the embedded field queueable
-	queueable = redisx.Queue
-)
+// ahead is how far v, written under p, is after now, in 1/lp ms, at most
+// a capacity used in full.
+func (v *tat) ahead(p *exact.Params, now int64) int64 {
+	d := v.ms - now
+	switch {
+	case d < 0:
+		return 0
+	case d > p.FullMs:
+		return p.Full
+	}
+	return min(d*p.LP+v.frac, p.Full)
+}
+
+// take is the decision on v once its distance after now is known: an
+// allowed request moves TAT to now + ahead + n emission intervals.
+func (v *tat) take(p *exact.Params, ahead, now, n int64) (strategy.Result, int64) {
+	res, after, expires := exact.Decide(p, ahead, now, n)
+	if after != ahead {
+		v.ms, v.frac = now+after/p.LP, after%p.LP
+	}
+	return res, expires
+}
+
+// give is the refund script: TAT moves back by n emission intervals,
+// never earlier than now, then a peek. A TAT written under a per-call
+// limit (a tier) gets nothing back.
+func give(v *tat, own *exact.Params, now, n int64) (strategy.Result, int64) {
+	if v.WP != 0 {
+		return decide(v, own, own, now, 0)
+	}
+	if ahead := v.ahead(own, now); n >= exact.CeilDiv(ahead, own.WP) {
+		*v = tat{}
+	} else {
+		ahead -= n * own.WP
+		v.ms, v.frac = now+ahead/own.LP, ahead%own.LP
+	}
+	return v.take(own, v.ahead(own, now), now, 0)
+}

@@ -1,34 +1,17 @@
 -- GCRA on one stored instant, the theoretical arrival time (TAT), in exact
--- integers (see the package doc).
+-- integers (see the package doc): the body of a script whose head and
+-- tail are internal/exact's head.lua and decide.lua.
 -- KEYS[1]  the subject's TAT: whole ms, then when digits > 0 the remainder
 --          in 1/lp ms, zero-padded to digits digits; or, when written under
 --          a per-call limit other than the strategy's, "ms,remainder,lp,wp"
 --          with that limit's lp and wp
 -- ARGV     lp, wp (the emission interval in 1/lp ms), capacity in units,
---          n (0: peek), now in ms (-1: server TIME), digits, format of the
---          value when digits > 0 ("%d%0<digits>d"), then the strategy's own
---          lp and wp (digits and format are its own), and the window in ms
--- returns  when allowed, reset after ms * (capacity + 1) + remaining if that
---          is below 2^53; else {allowed, remaining, retry after ms (-1:
---          never), reset after ms}
---
--- (ARGV and TIME strings are turned into numbers by arithmetic, which is
--- cheaper than tonumber.)
-local key = KEYS[1]
-local lp = ARGV[1] + 0
-local wp = ARGV[2] + 0
-local cap = ARGV[3] + 0
-local n = ARGV[4] + 0
-local now = ARGV[5] + 0
+--          n, now (see head.lua), digits, format of the value when
+--          digits > 0 ("%d%0<digits>d"), then the strategy's own lp and wp
+--          (digits and format are its own), and the window in ms
 local digits = ARGV[6] + 0
 local dlp, dwp = ARGV[8] + 0, ARGV[9] + 0
 local window = ARGV[10] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
-local full = cap * wp
 -- ahead: how far TAT is after now, in 1/lp ms; 0 once it has passed
 local ahead = 0
 local v = redis.call('GET', key)
@@ -61,23 +44,10 @@ if v then
     end
   end
 end
+local used = ahead
 
-local want = n
-if n == 0 then
-  want = 1
-end
-local remaining = math.floor((full - ahead) / wp)
-if want > cap then
-  return {0, remaining, -1, math.ceil(ahead / lp)}
-end
-local after = ahead + want * wp
-if after > full then
-  return {0, remaining, math.ceil((after - full) / lp), math.ceil(ahead / lp)}
-end
-local reset
-if n == 0 then
-  reset = math.ceil(ahead / lp)
-else
+-- store writes TAT after an allowed request
+local function store(after, reset)
   local ms = math.floor(after / lp)
   local tat = now + ms
   if lp ~= dlp or wp ~= dwp then
@@ -85,12 +55,5 @@ else
   elseif digits > 0 then
     tat = string.format(ARGV[7], tat, after - ms * lp)
   end
-  reset = math.ceil(after / lp)
   redis.call('SET', key, tat, 'PX', reset)
-  remaining = math.floor((full - after) / wp)
 end
-local x = reset * (cap + 1) + remaining
-if x < 9007199254740992 then
-  return x
-end
-return {1, remaining, 0, reset}

@@ -1,6 +1,6 @@
--- Refund for GCRA, run as the head of one script whose tail is gcra.lua:
--- this part moves the TAT back, then the decision script, called as a peek
--- through the local ARGV below, reports the state after.
+-- Refund for GCRA, between internal/exact's head.lua and the decision
+-- (gcra.lua, then decide.lua) in one script: this part moves the TAT back,
+-- then the decision, a peek (n is 0), reports the state after.
 -- KEYS[1]  the subject's TAT (see gcra.lua)
 -- ARGV     as gcra.lua's (lp, wp, capacity, 0, now, digits, format, own
 --          lp and wp, window), then the units to give back (> 0)
@@ -9,17 +9,7 @@
 -- a subject never holds more than its capacity. A TAT that reaches now is
 -- deleted (a missing key is a TAT long passed); otherwise the key expires
 -- at the new TAT.
-local now = ARGV[5] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
 do
-  local key = KEYS[1]
-  local lp = ARGV[1] + 0
-  local wp = ARGV[2] + 0
-  local full = ARGV[3] * wp
   local digits = ARGV[6] + 0
   local v = redis.call('GET', key)
   -- a TAT written under another limit (a tier: "ms,remainder,lp,wp") is
@@ -48,5 +38,3 @@ do
     end
   end
 end
--- the decision script that follows reads this ARGV: a peek at now
-local ARGV = {ARGV[1], ARGV[2], ARGV[3], 0, now, ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]}

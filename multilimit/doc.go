@@ -17,7 +17,16 @@
 // capacity, then the earlier rule). Limit returns the most restrictive
 // rule's Limit.
 // AllowNEach also returns each rule's own Result, e.g. for one RateLimit
-// header per policy.
+// header per policy: what the rule reports after the decision (Allowed
+// says whether that rule alone would have allowed the request).
+//
+// RefundN gives back up to n units under every rule, each by its own
+// rule: a sliding log rule its newest units still in its window (the
+// newest entries go, so its RetryAfter stays exact), a fixed window rule
+// its current window's count, down to 0. A rule never gets back units that
+// left its window: after a refund a rule may hold fewer units back than
+// another. It returns the state after the refund, as Peek reports it, from
+// one script call; RefundNEach also returns each rule's.
 //
 // # Algorithms
 //
@@ -63,6 +72,15 @@
 // Redis 4 or later (HSET with several fields), Redis Cluster included.
 //
 // NewLocal is the in-process twin: the same decisions for the same clock.
+// A subject costs 64 bytes per rule, plus 16 bytes per allowed request in
+// a sliding log rule's window (whatever its cost), plus a small header,
+// and is dropped once no rule's state matters; the twin holds at most
+// WithMaxSubjects subjects, evicting the least recently used, and frees
+// idle ones within about the longest window. A decision never allocates
+// in proportion to its cost n, and takes O(log entries) time per rule
+// (amortized), whichever way the clock moved.
+//
+// Limiter and Local are safe for concurrent use.
 //
 // # Per-subject limits
 //

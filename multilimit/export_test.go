@@ -12,20 +12,13 @@ var Combine = combine
 // sliding log).
 func LogOf(l *Local, key string, i int) (entries int) {
 	now := l.clock.Now().UnixMilli()
-	l.store.Do(localstore.Key{Subject: key, Shard: strategy.NoShard}, now, func(s *state) int64 {
+	l.store.Do(localstore.Key{Subject: key, Shard: strategy.NoShard}, now, func(s *[]ruleState) int64 {
 		var expires int64
-		for j, r := range l.rules {
-			if s.rules == nil {
-				break
-			}
+		for j := range *s {
 			if j == i {
-				entries = s.rules[j].log.Len()
+				entries = (*s)[j].log.Len()
 			}
-			if t, ok := s.rules[j].log.Newest(); r.kind == kindSlidingLog && ok {
-				expires = max(expires, t+r.windowMs)
-			} else if r.kind == kindFixedWindow && s.rules[j].count > 0 {
-				expires = max(expires, s.rules[j].start+r.windowMs)
-			}
+			expires = max(expires, (*s)[j].expires(&l.rules[j]))
 		}
 		return expires
 	})

@@ -17,15 +17,8 @@
 -- Fixed window key: a hash {s = window start ms, c = units recorded in that
 -- window}.
 local n = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-if now < 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local want = n
-if n == 0 then
-  want = 1
-end
+local now = now_ms(ARGV[2])
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 local M = 2199023255552 -- 2^41 > MaxUnits >= limit >= the units in a log
 
 -- leaves returns the score of the entry of sliding log r holding the k-th

@@ -41,17 +41,35 @@ var mutants = []mutant{
 		name: "sliding log: check then act in two round trips",
 		file: "slidinglog/slidinglog.go",
 		edits: []edit{{
-			old: `	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.b.Now())`,
-			new: `	now := l.b.Now()
-	// MUTANT: count in one script run, record in another
-	chk, err := redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, 0, now)
-	if err != nil || n == 0 || n > l.b.Lim.Limit || chk.Remaining < n {
-		return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit, l.b.Lim.Limit, l.windowMs, n, now)
+			old: `import (
+	_ "embed"`,
+			new: `import (
+	"context"
+	_ "embed"`,
+		}, {
+			old: `type Limiter struct {
+	engine.Redis[params, unitlog.Log]
+}`,
+			new: `type Limiter struct {
+	engine.Redis[params, unitlog.Log]
+}
+
+// MUTANT: count in one script run, record in another
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	lim := l.Limit()
+	chk, err := l.Redis.Peek(ctx, key)
+	if err != nil || n == 0 || n > lim.Limit || chk.Remaining < n {
+		return l.Redis.AllowN(ctx, key, n)
 	}
-	res, err := redisx.Decision(ctx, l.b.RDB, script, k, strategy.MaxUnits, strategy.MaxUnits, l.windowMs, n, now)
-	res.Limit, res.Remaining = l.b.Lim.Limit, chk.Remaining-n
-	return res, err`,
+	c, err := l.Plan(engine.Req{Op: engine.OpAllow, Key: key, N: n})
+	if err != nil {
+		return strategy.Result{}, err
+	}
+	c.Args[0], c.Capacity = int64(strategy.MaxUnits), strategy.MaxUnits
+	engine.Run(ctx, l.Client(), &c)
+	c.Result.Limit, c.Result.Remaining = lim.Limit, chk.Remaining-n
+	return c.Result, c.Err
+}`,
 		}},
 		subjects: "slidinglog", backends: "redis",
 	},
@@ -99,7 +117,7 @@ var mutants = []mutant{
 	},
 	{
 		name:     "sliding log twin: window edge off by one (now - t <= W counts)",
-		file:     "slidinglog/local.go",
+		file:     "internal/unitlog/decide.go",
 		edits:    []edit{{old: `floor := now - window`, new: `floor := now - window - 1`}},
 		subjects: "slidinglog", backends: "local",
 	},
@@ -150,26 +168,26 @@ local k = count + want - limit`,
 	},
 	{
 		name:     "token bucket twin: refill truncated to whole tokens",
-		file:     "tokenbucket/local.go",
-		edits:    []edit{{old: `b.deficit -= e * s.lp`, new: `b.deficit -= e * s.lp / s.wp * s.wp`}},
+		file:     "tokenbucket/tokenbucket.go",
+		edits:    []edit{{old: `b.deficit -= e * p.LP`, new: `b.deficit -= e * p.LP / p.WP * p.WP`}},
 		subjects: "tokenbucket", backends: "local",
 	},
 	{
 		name: "token bucket: denied requests take their tokens",
-		file: "tokenbucket/tokenbucket.lua",
+		file: "internal/exact/decide.lua", // the tail of tokenbucket.lua, whose locals it sees
 		edits: []edit{{
-			old: `if need > tokens then`,
-			new: `if need > tokens then
-  if n > 0 then redis.call('HSET', key, 't', math.max(tokens - need, 0), 'l', last) end`,
+			old: `if after > full then`,
+			new: `if after > full then
+  if n > 0 then redis.call('HSET', key, 't', math.max(tokens - want * wp, 0), 'l', last) end`,
 		}},
 		subjects: "tokenbucket", backends: "redis",
 	},
 	{
 		name: "token bucket: denied requests restart the refill clock",
-		file: "tokenbucket/tokenbucket.lua",
+		file: "internal/exact/decide.lua", // the tail of tokenbucket.lua, whose locals it sees
 		edits: []edit{{
-			old: `if need > tokens then`,
-			new: `if need > tokens then
+			old: `if after > full then`,
+			new: `if after > full then
   if n > 0 and s[1] then redis.call('HSET', key, 'l', now) end`,
 		}},
 		subjects: "tokenbucket", backends: "redis",
@@ -274,7 +292,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	},
 	{
 		name: "gcra: denied requests move TAT",
-		file: "gcra/gcra.lua",
+		file: "internal/exact/decide.lua", // the tail of gcra.lua
 		edits: []edit{{
 			old: `if after > full then`,
 			new: `if after > full then
@@ -331,18 +349,15 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "compactlog", backends: "redis",
 	},
 	{
-		name: "compact log twin: window edge off by one (now - t <= W counts)",
-		file: "compactlog/local.go",
-		edits: []edit{
-			{old: `for g.len > 0 && g.buf[g.head].at <= floor {`, new: `for g.len > 0 && g.buf[g.head].at < floor {`},
-			{old: `for first < g.len && g.at(first).at <= floor {`, new: `for first < g.len && g.at(first).at < floor {`},
-		},
+		name:     "compact log twin: window edge off by one (now - t <= W counts)",
+		file:     "internal/unitlog/decide.go",
+		edits:    []edit{{old: `floor := now - window`, new: `floor := now - window - 1`}},
 		subjects: "compactlog", backends: "local",
 	},
 	{
-		name:     "compact log twin: eviction removed",
-		file:     "compactlog/local.go",
-		edits:    []edit{{old: `			g.evict(floor)` + "\n", new: "\n"}},
+		name:     "compact log twin: eviction removed (units never leave)",
+		file:     "internal/unitlog/unitlog.go",
+		edits:    []edit{{old: `return int64(g.at(g.n-1).cum - g.before(g.first(floor)))`, new: `return int64(g.at(g.n-1).cum - g.base)`}},
 		subjects: "compactlog", backends: "local",
 	},
 	{

@@ -312,8 +312,8 @@ func init() {
 	mutants = append(mutants,
 		mutant{
 			name:     "token bucket: a per-call limit ignored on Redis",
-			file:     "tokenbucket/override.go",
-			edits:    []edit{{old: `a.lp, a.wp, a.capacity, n, l.b.Now(), l.lp`, new: `l.lp, l.wp, l.capacity, n, l.b.Now(), l.lp`}},
+			file:     "internal/exact/spec.go",
+			edits:    []edit{{old: `append(a, p.args[0], p.args[1], p.args[2], n, now)`, new: `append(a, own.args[0], own.args[1], own.args[2], n, now)`}},
 			subjects: "tokenbucket", backends: "miniredis",
 		},
 		mutant{
@@ -330,13 +330,13 @@ func init() {
 		},
 		mutant{
 			name:     "GCRA twin: the stored scale ignored",
-			file:     "gcra/override.go",
-			edits:    []edit{{old: `olp, owp := v.lp, v.wp`, new: `olp, owp := int64(0), int64(0) // MUTANT`}},
+			file:     "gcra/gcra.go",
+			edits:    []edit{{old: `olp, owp := v.Of(own)`, new: `olp, owp := own.LP, own.WP // MUTANT`}},
 			subjects: "gcra", backends: "local",
 		},
 		mutant{
 			name:     "sliding counter twin: the previous window stored capped at the call's limit",
-			file:     "slidingcounter/local.go",
+			file:     "slidingcounter/slidingcounter.go",
 			edits:    []edit{{old: `curr: curr + n, prev: rawPrev}`, new: `curr: curr + n, prev: min(rawPrev, limit)} // MUTANT`}},
 			subjects: "slidingcounter", backends: "local",
 		},
@@ -347,10 +347,25 @@ func init() {
 			subjects: "slidingcounter", backends: "miniredis",
 		},
 		mutant{
-			name:     "fixed window twin: a per-call limit ignored",
-			file:     "fixedwindow/override.go",
-			edits:    []edit{{old: `return l.allowN(ctx, key, n, lim.Limit)`, new: `return l.allowN(ctx, key, n, l.t.Lim.Limit) // MUTANT`}},
+			name: "fixed window: a per-call limit ignored",
+			file: "fixedwindow/fixedwindow.go",
+			edits: []edit{{
+				old: `Params: func(lim strategy.Limit, _ *params) (params, error) {`,
+				new: "Params: func(lim strategy.Limit, own *params) (params, error) {\nif own != nil { lim.Limit = own.limit } // MUTANT\n",
+			}},
 			subjects: "fixedwindow", backends: "local",
+		},
+		mutant{
+			name:     "engine: a per-call limit ignored (the strategy's own decides)",
+			file:     "internal/engine/redis.go",
+			edits:    []edit{{old: `	if !with {`, new: `	if true { // MUTANT`}},
+			subjects: "gcra", backends: "local",
+		},
+		mutant{
+			name:     "engine: every shard of a subject on one key",
+			file:     "internal/engine/redis.go",
+			edits:    []edit{{old: `return &Redis[P, S]{core: r.core, shard: i}`, new: `return &Redis[P, S]{core: r.core, shard: strategy.NoShard}`}},
+			subjects: "sharded-.*", backends: "redis",
 		},
 	)
 }

@@ -94,7 +94,7 @@ func init() {
 var refundMutants = []mutant{
 	{
 		name:     "sliding log refund: whole entries only (the entry where it stops is not shrunk)",
-		file:     "slidinglog/refund.lua",
+		file:     "internal/unitlog/refund.lua",
 		edits:    []edit{{old: `if (e[1] - base) % M > k then`, new: `if false then`}},
 		subjects: "slidinglog", backends: "redis",
 	},
@@ -118,7 +118,7 @@ var refundMutants = []mutant{
 	},
 	{
 		name:     "fixed window twin refund: one unit more than asked",
-		file:     "fixedwindow/refund.go",
+		file:     "fixedwindow/fixedwindow.go",
 		edits:    []edit{{old: `c.count -= min(n, c.count)`, new: `c.count -= min(n+1, c.count)`}},
 		subjects: "fixedwindow", backends: "local",
 	},
@@ -136,8 +136,8 @@ var refundMutants = []mutant{
 	},
 	{
 		name:     "token bucket twin refund: above capacity (no cap at a full bucket)",
-		file:     "tokenbucket/refund.go",
-		edits:    []edit{{old: `b.deficit -= n * l.sc.wp`, new: `b.deficit -= (n + 1) * l.sc.wp`}},
+		file:     "tokenbucket/tokenbucket.go",
+		edits:    []edit{{old: `b.deficit -= n * own.WP`, new: `b.deficit -= (n + 1) * own.WP`}},
 		subjects: "tokenbucket", backends: "local",
 	},
 	{

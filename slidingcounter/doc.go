@@ -94,6 +94,17 @@
 //
 // Limiter and Local are safe for concurrent use.
 //
+// # Refunds
+//
+// RefundN (strategy.Refunder) gives back up to n units to the subject's
+// current window: its count drops by min(n, count). The previous window's
+// count is not touched: its units only weigh a share of the estimate, and a
+// request refunded after the window changed gives back nothing, though its
+// units still weigh. So a refund never gives back more than was spent, and
+// may give back less. It returns the state after the refund, as Peek
+// reports it, from one script run (the refund and then the decision script
+// as a peek); n = 0 is Peek.
+//
 // # Per-subject limits
 //
 // AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with

@@ -11,12 +11,7 @@
 -- by one, and the refunded request was recorded in the current window
 -- unless the window changed since, in which case it only weighs a share.
 -- The key keeps its format and expiry; it is deleted when both counts are 0.
-local now = ARGV[4] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[4])
 do
   local window = ARGV[2] + 0
   local r = ARGV[5] + 0

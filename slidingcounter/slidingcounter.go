@@ -1,114 +1,146 @@
 package slidingcounter
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/exact"
 	"github.com/ratekit/ratelimit/internal/fielderr"
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
-
-// Tag is the algorithm's part of every key: <prefix>sc:{<subject>}.
-const Tag = "sc"
 
 // MaxProduct bounds Limit x Window (in ms), so that the script's integer
 // arithmetic stays exact in Lua's float64 numbers. It allows, e.g., a
 // million units per year or a billion per hour.
 const MaxProduct = 1 << 52
 
+// Limiter is the sliding window counter on Redis; it implements
+// strategy.Strategy, LimitOverrider, Refunder and LimitValidator (see
+// "Refunds" and "Per-subject limits" in the package doc). It is safe for
+// concurrent use.
+type Limiter struct{ engine.Redis[params, counts] }
+
+// New returns a sliding window counter that keeps its counts in Redis
+// through rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring) under
+// the keys <prefix>sc:{<subject>}. lim.Burst is ignored. It fails when lim
+// or an option is invalid, or when Limit x Window exceeds MaxProduct.
+func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
+	return engine.New[Limiter](&spec, rdb, lim, opts)
+}
+
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject's state is dropped when the window after its last recorded one
+// ends.
+type Local struct{ engine.Local[params, counts] }
+
+// NewLocal returns the in-process twin of New. Of the options, WithClock
+// (default time.Now) and WithMaxSubjects matter. It fails as New does.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	return engine.NewLocal[Local](&spec, lim, opts)
+}
+
 //go:embed slidingcounter.lua
 var scriptSrc string
 
-var script = redis.NewScript(scriptSrc)
+//go:embed refund.lua
+var refundSrc string
 
-// Limiter is the sliding window counter on Redis. It is safe for concurrent
-// use.
-type Limiter struct {
-	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
-	shardAware
-	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
-	queueable
-	b redisx.Base
-	// the script's constant arguments, boxed once rather than per call
-	limitArg, windowArg any
-	// per-call limits (AllowNWith): the limit argument, boxed once
-	overrides redisx.Cache[any]
+var spec = engine.Spec[params, counts]{
+	Name: "slidingcounter", Tag: "sc",
+	Script: engine.Script(scriptSrc),
+	// the refund, then the decision script as a peek: one atomic call
+	Refund:     engine.Script(refundSrc, scriptSrc),
+	Params:     paramsOf,
+	Capacity:   func(p *params) int64 { return p.Limit },
+	Args:       func(p, _ *params, n int64, now any) []any { return p.Args(n, now) },
+	RefundArgs: func(p, _ *params, n int64, now any) []any { return p.RefundArgs(n, now) },
+	Decide:     decide,
+	Give:       give,
 }
 
-var (
-	_ strategy.Strategy        = (*Limiter)(nil)
-	_ keys.ShardAware          = (*Limiter)(nil)
-	_ redisx.Queueable         = (*Limiter)(nil)
-	_ strategy.ContextHonourer = (*Limiter)(nil)
-)
+// params are a limit's units per window and window in ms; a per-call limit
+// changes only the units.
+type params = exact.Window
 
-// New returns a sliding window counter that keeps its counts in Redis
-// through rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring).
-// lim.Burst is ignored. It fails when lim or an option is invalid, or when
-// Limit x Window exceeds MaxProduct.
-func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	b, err := redisx.NewBase("slidingcounter", Tag, rdb, lim, opts, checkProduct)
-	if err != nil {
-		return nil, err
-	}
-	b.Lim.Burst = 0
-	return &Limiter{b: b, limitArg: lim.Limit, windowArg: lim.Window.Milliseconds()}, nil
-}
-
-// checkProduct bounds Limit x Window by MaxProduct.
-func checkProduct(lim strategy.Limit) error {
-	// Validate bounds both factors, so the product cannot overflow int64.
-	if w := lim.Window.Milliseconds(); lim.Limit*w > MaxProduct {
-		return fielderr.New(strategy.ErrInvalidLimit, "slidingcounter: ", "Limit", func(name func(string) string) string {
-			return fmt.Sprintf("%s x %s must be <= 2^52 unit-ms, got %d x %dms", name("Limit"), name("Window"), lim.Limit, w)
+// paramsOf bounds Limit x Window by MaxProduct (Validate bounds both, so
+// the product cannot overflow).
+func paramsOf(lim strategy.Limit, _ *params) (params, error) {
+	p := exact.WindowOf(lim)
+	if p.Limit*p.Ms > MaxProduct {
+		return p, fielderr.New(strategy.ErrInvalidLimit, "slidingcounter: ", "Limit", func(name func(string) string) string {
+			return fmt.Sprintf("%s x %s must be <= 2^52 unit-ms, got %d x %dms", name("Limit"), name("Window"), p.Limit, p.Ms)
 		})
 	}
-	return nil
+	return p, nil
 }
 
-// Limit returns the limit the strategy enforces, with Burst 0: the
-// algorithm has no burst.
-func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
+// counts holds the units recorded in window idx (now / window) and in the
+// window before it.
+type counts struct{ idx, curr, prev int64 }
 
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does (see
-// strategy.ContextHonourer).
-func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
-
-// Key returns the Redis key that holds key's counts.
-func (l *Limiter) Key(key string) string { return l.b.Key(key) }
-
-// AllowN records n units for key if the estimated units in the sliding
-// window plus n do not exceed the limit, in one script run.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	k, err := l.b.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
+// decide is the decision script: n units against p's limit, estimated as
+// the current window's count plus the previous one's, weighed by the share
+// of it the sliding window still covers.
+func decide(s *counts, p, _ *params, now, n int64) (strategy.Result, int64) {
+	w, limit := p.Ms, p.Limit
+	idx := exact.FloorDiv(now, w)
+	elapsed := now - idx*w
+	var curr, prev int64
+	switch s.idx {
+	case idx:
+		curr, prev = s.curr, s.prev
+	case idx - 1:
+		prev = s.curr
 	}
-	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.limitArg, l.windowArg, n, l.b.Now())
+	rawPrev := prev // kept as it is: a later call may have a higher limit
+	curr, prev = min(curr, limit), min(prev, limit)
+	used := curr + (prev*(w-elapsed)+w-1)/w
+	var reset, retry int64
+	switch {
+	case curr > 0:
+		reset = 2*w - elapsed
+	case prev > 0:
+		reset = w - elapsed
+	}
+	want := max(n, 1)
+	switch {
+	case want > limit:
+		return engine.ResultOf(false, limit, max(limit-used, 0), -1, reset), s.expires(w)
+	case used+want <= limit && n == 0:
+		return engine.ResultOf(true, limit, limit-used, 0, reset), s.expires(w)
+	case used+want <= limit:
+		*s = counts{idx: idx, curr: curr + n, prev: rawPrev}
+		return engine.ResultOf(true, limit, limit-used-n, 0, 2*w-elapsed), s.expires(w)
+	case limit-curr-want >= 0:
+		retry = w - (limit-curr-want)*w/prev - elapsed
+	default:
+		retry = 2*w - (limit-want)*w/curr - elapsed
+	}
+	return engine.ResultOf(false, limit, max(limit-used, 0), retry, reset), s.expires(w)
 }
 
-// Peek reports key's state now without recording anything or writing to
-// Redis.
-func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return l.AllowN(ctx, key, 0)
+// give is the refund script: up to n units back to now's window (the
+// previous window's count is weighed, not counted unit by unit, so it is
+// not touched), then a peek.
+func give(s *counts, own *params, now, n int64) (strategy.Result, int64) {
+	if s.idx == exact.FloorDiv(now, own.Ms) {
+		s.curr -= min(n, s.curr)
+	}
+	return decide(s, own, own, now, 0)
 }
 
-// Reset deletes key's counts.
-func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
-
-// shardAware and queueable mark a Limiter as reading the shard index from
-// the context, and its Peek and Reset as one script call each, which the
-// sharded wrapper sends for all shards in one pipeline.
-type (
-	//lint:ignore U1000 used by the embedded field shardAware
-	shardAware = keys.Aware
-	//lint:ignore U1000 used by the embedded field queueable
-	queueable = redisx.Queue
-)
+// expires is until when s matters: the end of the window after idx's while
+// curr holds units, of idx's while only prev does, or 0.
+func (s *counts) expires(w int64) int64 {
+	switch {
+	case s.curr > 0:
+		return (s.idx + 2) * w
+	case s.prev > 0:
+		return (s.idx + 1) * w
+	}
+	return 0
+}

@@ -18,12 +18,7 @@
 local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
-local now = ARGV[4] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[4])
 local elapsed = now % window
 local idx = (now - elapsed) / window
 local tag = idx % 4096
@@ -64,10 +59,7 @@ if curr > 0 then
 elseif prev > 0 then
   reset = window - elapsed
 end
-local want = n
-if n == 0 then
-  want = 1
-end
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 if want > limit then
   return {0, math.max(limit - used, 0), -1, reset}
 end
@@ -84,12 +76,7 @@ if used + want <= limit then
       redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. rawprev, 'PX', reset)
     end
   end
-  local remaining = limit - used - n
-  local x = reset * (limit + 1) + remaining
-  if x < 9007199254740992 then
-    return x
-  end
-  return {1, remaining, 0, reset}
+  return allowed(limit, limit - used - n, reset)
 end
 
 -- Denied: the earliest ms at which the request passes if nothing else is

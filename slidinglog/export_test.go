@@ -1,20 +1,24 @@
 package slidinglog
 
 import (
-	"github.com/ratekit/ratelimit/internal/localstore"
+	"context"
+
 	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// LogOf returns how many entries the twin holds for key (unsharded).
+// LogOf returns how many entries the twin holds for key (unsharded): the
+// length of the log a peek decides on. It swaps the twin's decide for the
+// peek's duration, so no other Local may decide meanwhile.
 func LogOf(l *Local, key string) (entries int) {
-	now := l.t.Clock.Now().UnixMilli()
-	l.t.Store.Do(localstore.Key{Subject: key, Shard: strategy.NoShard}, now, func(g *unitlog.Log) int64 {
+	decide := spec.Decide
+	defer func() { spec.Decide = decide }()
+	spec.Decide = func(g *unitlog.Log, p, own *params, now, n int64) (strategy.Result, int64) {
 		entries = g.Len()
-		if t, ok := g.Newest(); ok {
-			return t + l.windowMs
-		}
-		return 0
-	})
+		return decide(g, p, own, now, n)
+	}
+	if _, err := l.Peek(context.Background(), key); err != nil {
+		panic(err)
+	}
 	return entries
 }

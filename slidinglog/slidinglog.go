@@ -1,13 +1,12 @@
 package slidinglog
 
 import (
-	"context"
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
+	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -17,76 +16,76 @@ const Tag = "sl"
 //go:embed slidinglog.lua
 var scriptSrc string
 
-var script = redis.NewScript(scriptSrc)
+//go:embed refund.lua
+var refundSrc string
 
-// Limiter is the exact sliding log on Redis. It is safe for concurrent use.
+// Limiter is the exact sliding log on Redis; it implements
+// strategy.Strategy, LimitOverrider, Refunder and LimitValidator. The
+// script's work does not grow with a request's cost (see the package doc).
+// A refund gives back the newest units still in the window: the newest
+// entries whole, then part of the entry where it stops, so RetryAfter
+// stays exact. It is safe for concurrent use.
 type Limiter struct {
-	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
-	shardAware
-	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
-	queueable
-	b        redisx.Base
-	windowMs int64
+	engine.Redis[params, unitlog.Log]
 }
 
-var (
-	_ strategy.Strategy        = (*Limiter)(nil)
-	_ keys.ShardAware          = (*Limiter)(nil)
-	_ redisx.Queueable         = (*Limiter)(nil)
-	_ strategy.ContextHonourer = (*Limiter)(nil)
-)
+// Local is the in-process twin of Limiter: the same decisions for the same
+// clock, kept in this process only. It is safe for concurrent use. A
+// subject costs 16 bytes per allowed request in the window (whatever its
+// cost) plus a small header, and is dropped once its newest entry has left
+// the window. A decision never allocates in proportion to its cost n, and
+// takes O(log entries) time (amortized), whichever way the clock moved.
+type Local struct {
+	engine.Local[params, unitlog.Log]
+}
 
 // New returns a sliding log that keeps its entries in Redis through rdb
 // (a *redis.Client, *redis.ClusterClient or *redis.Ring). lim.Burst is
 // ignored. It fails when lim or an option is invalid.
 func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	b, err := redisx.NewBase("slidinglog", Tag, rdb, lim, opts)
-	if err != nil {
-		return nil, err
-	}
-	b.Lim.Burst = 0
-	return &Limiter{b: b, windowMs: lim.Window.Milliseconds()}, nil
+	return engine.New[Limiter](&spec, rdb, lim, opts)
 }
 
-// Limit returns the limit the strategy enforces, with Burst 0: the
-// algorithm has no burst.
-func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
-
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does (see
-// strategy.ContextHonourer).
-func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
-
-// Key returns the Redis key that holds key's entries.
-func (l *Limiter) Key(key string) string { return l.b.Key(key) }
-
-// AllowN records n units for key if the units in the window (now - Window,
-// now] plus n do not exceed the limit, in one script run. The request is
-// one sorted-set entry whatever n, and the script's work does not grow
-// with n (see the package doc).
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	k, err := l.b.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	return redisx.Decision(ctx, l.b.RDB, script, k, l.b.Lim.Limit,
-		l.b.Lim.Limit, l.windowMs, n, l.b.Now())
+// NewLocal returns the in-process twin of New. Of the options, WithClock
+// (default time.Now) and WithMaxSubjects matter.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	return engine.NewLocal[Local](&spec, lim, opts)
 }
 
-// Peek reports key's state now without recording anything or writing to Redis.
-func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return l.AllowN(ctx, key, 0)
+var spec = engine.Spec[params, unitlog.Log]{
+	Name: "slidinglog", Tag: Tag,
+	Script: engine.Script(scriptSrc),
+	// the log's refund, then the decision script as a peek: one atomic call
+	Refund: engine.Script(unitlog.RefundLua, refundSrc, scriptSrc),
+	Params: func(lim strategy.Limit, _ *params) (params, error) {
+		p := params{limit: lim.Limit, window: lim.Window.Milliseconds()}
+		p.args = [2]any{p.limit, p.window}
+		return p, nil
+	},
+	Capacity: func(p *params) int64 { return p.limit },
+	// ARGV: limit, window ms, n, now; and the units a refund gives back
+	Args:       func(p, _ *params, n int64, now any) []any { return []any{p.args[0], p.args[1], n, now} },
+	RefundArgs: func(p, _ *params, n int64, now any) []any { return []any{p.args[0], p.args[1], 0, now, n} },
+	Decide:     decide,
+	Give:       give,
 }
 
-// Reset deletes key's entries.
-func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
+// params are a limit's units per window and its window in ms, and the
+// same boxed once as script arguments. A per-call limit changes only the
+// units: the log is the same whatever limit a call carries.
+type params struct {
+	limit, window int64
+	args          [2]any
+}
 
-// shardAware and queueable mark a Limiter as reading the shard index from
-// the context, and its Peek and Reset as one script call each, which the
-// sharded wrapper sends for all shards in one pipeline.
-type (
-	//lint:ignore U1000 used by the embedded field shardAware
-	shardAware = keys.Aware
-	//lint:ignore U1000 used by the embedded field queueable
-	queueable = redisx.Queue
-)
+// decide is the decision script on the twin's log g (see
+// unitlog.Log.Decide).
+func decide(g *unitlog.Log, p, _ *params, now, n int64) (strategy.Result, int64) {
+	return g.Decide(p.limit, p.window, now, n), g.Expires(p.window)
+}
+
+// give is the refund script: up to n of the units still in the window
+// back, newest first, then a peek.
+func give(g *unitlog.Log, own *params, now, n int64) (strategy.Result, int64) {
+	return g.Give(own.limit, own.window, now, n), g.Expires(own.window)
+}

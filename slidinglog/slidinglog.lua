@@ -20,19 +20,11 @@ local key = KEYS[1]
 local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
-local now = ARGV[4] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
+local now = now_ms(ARGV[4])
 local M = 2199023255552 -- 2^41 > MaxUnits >= limit >= the units in the log
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
-local want = n
-if n == 0 then
-  want = 1
-end
+local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 
 -- The newest entry, and the base: the newest entry at or before floor, the
 -- base entry itself when no request entry is (found at rank 0 when the
@@ -58,10 +50,7 @@ if top[1] then
   count = (last - base) % M
 end
 
-local reset = 0
-if count > 0 then
-  reset = newest + window - now
-end
+local reset = count > 0 and newest + window - now or 0 -- until the newest unit leaves
 
 if want > limit then
   return {0, math.max(limit - count, 0), -1, reset}
@@ -97,12 +86,7 @@ if count + want <= limit then
       redis.call('PEXPIRE', key, reset)
     end
   end
-  local remaining = limit - count - n
-  local x = reset * (limit + 1) + remaining
-  if x < 9007199254740992 then
-    return x
-  end
-  return {1, remaining, 0, reset}
+  return allowed(limit, limit - count - n, reset)
 end
 
 -- Denied: the entry holding the k-th oldest live unit must leave first:

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/quote"
-	"github.com/ratekit/ratelimit/internal/settings"
 )
 
 // DefaultPrefix is the key namespace used when WithPrefix is not given.
@@ -34,18 +33,48 @@ type ClockFunc func() time.Time
 // Now calls f.
 func (f ClockFunc) Now() time.Time { return f() }
 
+// Options are the settings every strategy shares, as the options set
+// them (Apply): a strategy of your own reads them the way this module's
+// do.
+type Options struct {
+	// Prefix is the key namespace; default DefaultPrefix.
+	Prefix string
+	// Clock is the client clock, or nil: Redis strategies then read the
+	// server's TIME, local twins time.Now.
+	Clock Clock
+	// MaxSubjects bounds the subjects a local twin holds at once; 0 means
+	// DefaultMaxSubjects. Redis strategies ignore it.
+	MaxSubjects int
+	// OnEvict is called by a local twin for each subject it evicts to make
+	// room for another, or nil. Redis strategies ignore it.
+	OnEvict func()
+	err     error // the first invalid option seen
+}
+
+// Apply returns the Options that opts set, with defaults for the rest, or
+// the first invalid option's error. nil options are ignored.
+func Apply(opts []Option) (Options, error) {
+	o := Options{Prefix: DefaultPrefix}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o, o.err
+}
+
 // Option sets one of the settings every strategy shares: the key prefix,
 // the clock, and a local twin's subject bound. Build them with WithPrefix,
 // WithClock, WithMaxSubjects and WithOnEvict; a constructor reports an
 // invalid one. nil options are ignored.
-type Option func(*settings.Options)
+type Option func(*Options)
 
 // WithPrefix sets the key namespace, e.g. "rl:login:". It must not contain
 // '{' or '}', which would change the Redis Cluster hash tag of every key.
 func WithPrefix(prefix string) Option {
-	return func(o *settings.Options) {
-		if strings.ContainsAny(prefix, "{}") && o.Err == nil {
-			o.Err = fielderr.New(ErrInvalidOption, "", "Prefix", func(func(string) string) string {
+	return func(o *Options) {
+		if strings.ContainsAny(prefix, "{}") && o.err == nil {
+			o.err = fielderr.New(ErrInvalidOption, "", "Prefix", func(func(string) string) string {
 				// the option's own name, lowercase, whoever reads it
 				return fmt.Sprintf("prefix must not contain '{' or '}', got %s", quote.Value(prefix))
 			})
@@ -61,7 +90,7 @@ func WithPrefix(prefix string) Option {
 // Now is called from other goroutines than the caller's, e.g. by a local
 // twin's idle sweep. A nil c is ignored.
 func WithClock(c Clock) Option {
-	return func(o *settings.Options) {
+	return func(o *Options) {
 		if c != nil {
 			o.Clock = c
 		}
@@ -78,9 +107,9 @@ func WithClock(c Clock) Option {
 // evicts. Idle subjects are freed within about one window whatever n is.
 // n must be >= 1. Redis strategies ignore it.
 func WithMaxSubjects(n int) Option {
-	return func(o *settings.Options) {
-		if n < 1 && o.Err == nil {
-			o.Err = fmt.Errorf("%w: MaxSubjects must be >= 1, got %d", ErrInvalidOption, n)
+	return func(o *Options) {
+		if n < 1 && o.err == nil {
+			o.err = fmt.Errorf("%w: MaxSubjects must be >= 1, got %d", ErrInvalidOption, n)
 		}
 		o.MaxSubjects = n
 	}
@@ -91,7 +120,7 @@ func WithMaxSubjects(n int) Option {
 // runs under a lock of the twin and must be quick and safe for concurrent
 // use. A nil f is ignored. Redis strategies ignore it.
 func WithOnEvict(f func()) Option {
-	return func(o *settings.Options) {
+	return func(o *Options) {
 		if f != nil {
 			o.OnEvict = f
 		}

@@ -56,6 +56,15 @@
 // Cluster works. Limiter and Local are safe for concurrent use; every
 // decision is atomic on the server, or under the subject's lock in Local.
 //
+// # Refunds
+//
+// RefundN puts n tokens back into a bucket, refilled to now first: tokens =
+// min(capacity, tokens + n), so a bucket never holds more than its
+// capacity. A bucket does not remember which tokens were spent: a refund
+// after the bucket refilled gives back only what is missing. A bucket last
+// written under a per-call limit gets nothing back. RefundN returns the
+// state after the refund, as Peek reports it, from one script run.
+//
 // # Per-subject limits
 //
 // AllowNWith and PeekWith (strategy.LimitOverrider) decide one call with

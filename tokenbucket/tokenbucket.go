@@ -1,129 +1,135 @@
 package tokenbucket
 
 import (
-	"context"
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/exact"
-	"github.com/ratekit/ratelimit/internal/keys"
-	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// Tag is the algorithm's part of every key: <prefix>tb:{<subject>}.
-const Tag = "tb"
-
-//go:embed tokenbucket.lua
-var scriptSrc string
-
-var script = redis.NewScript(scriptSrc)
-
-// Limiter is the token bucket on Redis. It is safe for concurrent use.
+// Limiter keeps each subject's bucket in Redis and decides with one
+// script call. It implements strategy.Strategy, LimitOverrider, Refunder
+// and LimitValidator, and is safe for concurrent use.
 type Limiter struct {
-	//lint:ignore U1000 its promoted method makes the type keys.ShardAware, which sharded checks
-	shardAware
-	//lint:ignore U1000 its promoted method makes the type redisx.Queueable, which sharded checks
-	queueable
-	b  redisx.Base
-	sc scale
-	// the constant script arguments, boxed once
-	lp, wp, capacity any
-	window           any
-	// per-call limits (AllowNWith): their scale and arguments, boxed once
-	overrides redisx.Cache[args]
+	engine.Redis[exact.Params, bucket]
 }
 
-var (
-	_ strategy.Strategy        = (*Limiter)(nil)
-	_ keys.ShardAware          = (*Limiter)(nil)
-	_ redisx.Queueable         = (*Limiter)(nil)
-	_ strategy.ContextHonourer = (*Limiter)(nil)
-)
-
-// New returns a token bucket that keeps each subject's bucket in Redis
-// through rdb (a *redis.Client, *redis.ClusterClient or *redis.Ring). The
-// capacity is lim.Burst, or lim.Limit when Burst is 0; the bucket refills at
-// lim.Limit per lim.Window. It fails when lim or an option is invalid, or
-// when the limit cannot be computed exactly (see the package doc).
+// New returns a token bucket on rdb (a *redis.Client, *redis.ClusterClient
+// or *redis.Ring), one hash per subject at <prefix>tb:{<subject>}. Its
+// capacity is lim.Burst (lim.Limit when Burst is 0), refilled at lim.Limit
+// per lim.Window. An invalid lim or option fails, and so does a limit that
+// cannot be computed exactly; the package doc says which, and how per-call
+// limits and refunds work.
 func New(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (*Limiter, error) {
-	b, err := redisx.NewBase("tokenbucket", Tag, rdb, lim, opts)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := newScale(lim)
-	if err != nil {
-		return nil, err
-	}
-	return &Limiter{b: b, sc: sc, lp: sc.lp, wp: sc.wp, capacity: sc.capacity,
-		window: lim.Window.Milliseconds()}, nil
+	return engine.New[Limiter](spec, rdb, lim, opts)
 }
 
-// Limit returns the limit the strategy enforces.
-func (l *Limiter) Limit() strategy.Limit { return l.b.Lim }
-
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does (see
-// strategy.ContextHonourer).
-func (l *Limiter) HonoursContext() bool { return l.b.HonoursContext() }
-
-// Key returns the Redis key that holds key's bucket.
-func (l *Limiter) Key(key string) string { return l.b.Key(key) }
-
-// AllowN takes n tokens from key's bucket if it holds at least n, in one
-// script run.
-func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	k, err := l.b.KeyN(ctx, key, n)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if l.sc.denyAll() {
-		return redisx.DenyAll(ctx)
-	}
-	return redisx.Decision(ctx, l.b.RDB, script, k, l.sc.capacity,
-		l.lp, l.wp, l.capacity, n, l.b.Now(), l.lp, l.wp, l.capacity, l.window)
+// Local holds the buckets in this process instead: Limiter's decisions
+// for the same clock. A bucket costs four int64 (two of them for per-call
+// limits) and its map entry, until it is full again. It is safe for
+// concurrent use.
+type Local struct {
+	engine.Local[exact.Params, bucket]
 }
 
-// Peek reports key's bucket now without taking anything or writing to Redis.
-func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return l.AllowN(ctx, key, 0)
+// NewLocal returns the twin of New; of the options, it reads WithClock
+// (time.Now by default) and WithMaxSubjects.
+func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
+	return engine.NewLocal[Local](spec, lim, opts)
 }
 
-// Reset deletes key's bucket: the subject starts again with a full one.
-func (l *Limiter) Reset(ctx context.Context, key string) error { return l.b.Reset(ctx, key) }
-
-// scale is the exact integer form of a limit: one token is wp units, every
-// millisecond refills lp units, and a full bucket holds full units.
-type scale struct {
-	lp, wp   int64
-	capacity int64 // in tokens
-	full     int64 // capacity × wp
-	fullMs   int64 // ⌈full/lp⌉: the refill time of an empty bucket, in ms
-}
-
-// denyAll reports a Limit of 0, which denies every request.
-func (s scale) denyAll() bool { return s.lp == 0 }
-
-// newScale returns the scale of lim, which must be valid.
-func newScale(lim strategy.Limit) (scale, error) {
-	x, err := exact.Of(lim)
-	if err != nil {
-		return scale{}, err
-	}
-	s := scale{lp: x.LP, wp: x.WP, capacity: x.Capacity, full: x.Full}
-	if !s.denyAll() {
-		s.fullMs = (s.full + s.lp - 1) / s.lp
-	}
-	return s, nil
-}
-
-// shardAware and queueable mark a Limiter as reading the shard index from
-// the context, and its Peek and Reset as one script call each, which the
-// sharded wrapper sends for all shards in one pipeline.
-type (
-	//lint:ignore U1000 used by the embedded field shardAware
-	shardAware = keys.Aware
-	//lint:ignore U1000 used by the embedded field queueable
-	queueable = redisx.Queue
+// The scripts: the decision, and the refund, which then decides as a peek.
+var (
+	//go:embed tokenbucket.lua
+	scriptSrc string
+	//go:embed refund.lua
+	refundSrc string
 )
+
+// spec is the token bucket for the engine.
+var spec = exact.Spec("tokenbucket", "tb", scriptSrc, refundSrc, decide, give,
+	func(own *exact.Params) []any { return []any{own.LP, own.WP, own.Capacity, own.Window} })
+
+// bucket is a subject's state. The zero bucket is full.
+type bucket struct {
+	deficit int64 // full - tokens, in scaled units
+	last    int64 // the last refill, Unix ms; meaningless when deficit is 0
+	// the scale of deficit and the rate of refill since last, when the
+	// last write was under a per-call limit other than the strategy's
+	exact.Written
+}
+
+// decide is the decision script: n tokens (0: peek) from b under p at now.
+// It returns the Result and until when b matters (it is full then).
+func decide(b *bucket, p, own *exact.Params, now, n int64) (strategy.Result, int64) {
+	if b.Plain(p, own) {
+		return b.take(p, now, n)
+	}
+	// b written under another limit, or p is a per-call limit: b refills at
+	// its stored rate up to now, the tokens it used carry over to p
+	// (exact.Carry), then p decides. Like the script, only an allowed
+	// request writes: a denial or a peek leaves b as it was.
+	olp, owp := b.Of(own)
+	c := *b
+	if now > c.last {
+		// no overflow: e×olp is only computed below the deficit
+		if e := now - c.last; e >= exact.CeilDiv(c.deficit, olp) {
+			c.deficit = 0
+		} else {
+			c.deficit -= e * olp
+		}
+		c.last = now
+	}
+	if owp != p.WP || c.deficit > p.Full {
+		c.deficit = exact.Carry(c.deficit, owp, p.Scale, p.Window)
+	}
+	res, expires := c.take(p, now, n)
+	if !res.Allowed || n == 0 {
+		// b unchanged: it matters until it is full at its own rate
+		if b.deficit == 0 {
+			return res, 0
+		}
+		return res, b.last + exact.CeilDiv(b.deficit, olp)
+	}
+	c.Written = exact.As(p, own)
+	*b = c
+	return res, expires
+}
+
+// take is the decision on b written under p, p's own scale.
+func (b *bucket) take(p *exact.Params, now, n int64) (strategy.Result, int64) {
+	if now > b.last {
+		// e*LP cannot overflow below FullMs, and from FullMs on any bucket is full
+		if e := now - b.last; e >= p.FullMs || e*p.LP >= b.deficit {
+			b.deficit = 0
+		} else {
+			b.deficit -= e * p.LP
+		}
+		b.last = now
+	}
+	if b.deficit == 0 {
+		b.last = now
+	}
+	res, deficit, expires := exact.Decide(p, b.deficit, now, n)
+	b.deficit = deficit
+	return res, expires
+}
+
+// give is the refund script: n tokens back into b, refilled to now first,
+// up to a full bucket, then a peek. A bucket written under a per-call
+// limit (a tier) gets nothing back.
+func give(b *bucket, own *exact.Params, now, n int64) (strategy.Result, int64) {
+	if b.WP != 0 {
+		return decide(b, own, own, now, 0)
+	}
+	b.take(own, now, 0) // refill to now
+	if n >= exact.CeilDiv(b.deficit, own.WP) {
+		b.deficit = 0
+	} else {
+		b.deficit -= n * own.WP
+	}
+	return b.take(own, now, 0)
+}

@@ -1,31 +1,15 @@
--- Token bucket in one hash, in exact integers (see the package doc).
+-- Token bucket in one hash, in exact integers (see the package doc): the
+-- body of a script whose head and tail are internal/exact's head.lua and
+-- decide.lua.
 -- KEYS[1]  the subject's hash: t = tokens x wp, l = last refill in ms; and
 --          when the last write was under a per-call limit other than the
 --          strategy's, p, w, c: that limit's lp, wp and capacity (t's scale)
 -- ARGV     lp (units refilled per ms), wp (units per token), capacity in
---          tokens, n (0: peek), now in ms (-1: server TIME), then the
---          strategy's own lp, wp and capacity (the scale of a hash without
---          p, w, c), and the window in ms
--- returns  when allowed, reset after ms * (capacity + 1) + remaining if that
---          is below 2^53; else {allowed, remaining, retry after ms (-1:
---          never), reset after ms}
---
--- (ARGV and TIME strings are turned into numbers by arithmetic, which is
--- cheaper than tonumber.)
-local key = KEYS[1]
-local lp = ARGV[1] + 0
-local wp = ARGV[2] + 0
-local cap = ARGV[3] + 0
-local n = ARGV[4] + 0
-local now = ARGV[5] + 0
+--          tokens, n, now (see head.lua), then the strategy's own lp, wp
+--          and capacity (the scale of a hash without p, w, c), and the
+--          window in ms
 local dlp, dwp, dcap = ARGV[6] + 0, ARGV[7] + 0, ARGV[8] + 0
 local window = ARGV[9] + 0
-if now < 0 then
-  local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
-end
-local full = cap * wp
 local tokens = full
 local last = now
 local s = redis.call('HMGET', key, 't', 'l', 'p', 'w', 'c')
@@ -61,25 +45,11 @@ if s[1] then
     last = now
   end
 end
+local used = full - tokens
 
-local want = n
-if n == 0 then
-  want = 1
-end
-local remaining = math.floor(tokens / wp)
-if want > cap then
-  return {0, remaining, -1, math.ceil((full - tokens) / lp)}
-end
-local need = want * wp
-if need > tokens then
-  return {0, remaining, math.ceil((need - tokens) / lp), math.ceil((full - tokens) / lp)}
-end
-if n > 0 then
-  tokens = tokens - need
-  remaining = math.floor(tokens / wp)
-end
-local reset = math.ceil((full - tokens) / lp)
-if n > 0 then
+-- store writes the bucket after an allowed request
+local function store(after, reset)
+  tokens = full - after
   if lp == dlp and wp == dwp and cap == dcap then
     redis.call('HSET', key, 't', tokens, 'l', last)
     if s[3] then
@@ -90,8 +60,3 @@ if n > 0 then
   end
   redis.call('PEXPIRE', key, reset)
 end
-local x = reset * (cap + 1) + remaining
-if x < 9007199254740992 then
-  return x
-end
-return {1, remaining, 0, reset}

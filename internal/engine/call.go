@@ -25,6 +25,7 @@ package engine
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"sync"
 	"time"
@@ -44,25 +45,37 @@ type Call struct {
 	// (Del) has no Result.
 	Capacity int64
 	Decode   bool
-	// Raw, when set, makes the Call a redis.Scripter's (package batch), not
-	// a strategy's: its reply is kept as is in Raw.Reply and its errors
-	// are not wrapped.
-	Raw *Raw
+	// Raw makes the Call a redis.Scripter's (package batch), not a
+	// strategy's: its reply is kept as is in Reply and its errors are not
+	// wrapped.
+	Raw bool
 	// Done, when set, is the Call's outcome known without Redis (a limit
 	// of 0 denies everything): Run and Exec return it after checking ctx.
 	Done bool
+	// SHA, when Script is nil, is the digest of a script whose text the
+	// caller does not know (a Raw call's EvalSha): a NOSCRIPT reply is
+	// then its error.
+	SHA string
 
 	Result strategy.Result // after Run or Exec
 	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures (unless Raw)
+	// Reply is the script's reply after Run or Exec when Decode is false,
+	// for a caller that decodes a reply of its own shape (multilimit's, of
+	// several rules) with DecodeInts, or a Raw call's.
+	Reply any
 }
 
-// Raw is what a redis.Scripter's call has of its own.
-type Raw struct {
-	// SHA, when the Call's Script is nil, is the digest of a script whose
-	// text the caller does not know (EvalSha): a NOSCRIPT reply is then
-	// its error.
-	SHA   string
-	Reply any // after Run or Exec
+//go:embed prelude.lua
+var prelude string
+
+// Script returns the script of the Lua sources srcs, joined after the
+// engine's prelude (now_ms: the "now" argument, or the server's TIME).
+func Script(srcs ...string) *redis.Script {
+	src := prelude
+	for _, s := range srcs {
+		src += s
+	}
+	return redis.NewScript(src)
 }
 
 // ServerTime is the "now" argument that makes a script read the server's
@@ -85,39 +98,42 @@ func NowArg(c strategy.Clock) any {
 func backend(err error) error { return fmt.Errorf("%w: %w", strategy.ErrBackend, err) }
 
 // Run sends c on rdb (EVALSHA, then EVAL only on an explicit NOSCRIPT
-// reply) unless ctx is done, and sets c.Result and c.Err. A Submitter
-// (package batch) takes the call instead, to send it in a pipeline.
-func Run(ctx context.Context, rdb redis.Scripter, c *Call) {
+// reply) unless ctx is done, and returns c with its outcome. A Submitter
+// (package batch) takes the call instead, to send it in a pipeline. c
+// goes by value so that the direct path allocates no Call.
+func Run(ctx context.Context, rdb redis.Scripter, c Call) Call {
 	if err := ctx.Err(); err != nil {
 		c.Err = backend(err)
-		return
+		return c
 	}
 	if c.Done {
-		return
+		return c
 	}
 	if s, ok := rdb.(Submitter); ok {
-		s.Submit(ctx, c)
-		return
+		return s.Submit(ctx, c)
 	}
 	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
 	c.finish(v, err)
+	return c
 }
 
 // finish records the reply v of c, or its error.
 func (c *Call) finish(v any, err error) {
 	switch {
-	case c.Raw != nil:
-		c.Raw.Reply, c.Err = v, err
+	case c.Raw:
+		c.Reply, c.Err = v, err
 	case err != nil:
 		c.Err = backend(err)
 	case c.Decode:
 		c.Result, c.Err = Decode(v, c.Capacity)
+	default:
+		c.Reply = v
 	}
 }
 
 // Fail records err as c's outcome, as a backend failure unless c is Raw.
 func (c *Call) Fail(err error) {
-	if c.Raw != nil {
+	if c.Raw {
 		c.Err = err
 		return
 	}
@@ -133,16 +149,16 @@ func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
 	if _, ok := rdb.(Submitter); ok && len(cs) > 1 {
 		var wg sync.WaitGroup
 		for _, c := range cs[1:] {
-			wg.Go(func() { Run(ctx, rdb, c) })
+			wg.Go(func() { *c = Run(ctx, rdb, *c) })
 		}
-		Run(ctx, rdb, cs[0])
+		*cs[0] = Run(ctx, rdb, *cs[0])
 		wg.Wait()
 		return
 	}
 	p, ok := rdb.(Sender)
 	if !ok || len(cs) <= 1 {
 		for _, c := range cs {
-			Run(ctx, rdb, c)
+			*c = Run(ctx, rdb, *c)
 		}
 		return
 	}

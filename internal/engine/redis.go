@@ -130,7 +130,7 @@ func (r *Redis[P, S]) do(ctx context.Context, q Req) (strategy.Result, error) {
 	if err != nil {
 		return strategy.Result{}, err
 	}
-	Run(ctx, r.rdb, &c)
+	c = Run(ctx, r.rdb, c)
 	return c.Result, c.Err
 }
 

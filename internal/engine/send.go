@@ -149,10 +149,8 @@ func (noRetry) NoRetry() bool { return true }
 // command go-redis's EvalSha and Eval build: a lone slice or map argument
 // is spread.
 func (c *Call) cmd(ctx context.Context, eval bool) *redis.Cmd {
-	name, payload := "evalsha", ""
-	if c.Script == nil && c.Raw != nil {
-		payload = c.Raw.SHA
-	} else if c.Script != nil {
+	name, payload := "evalsha", c.SHA
+	if c.Script != nil {
 		payload = c.Script.Hash()
 		if eval {
 			name, payload = "eval", scriptText(c.Script)

@@ -65,7 +65,7 @@ func calls(prefix string, n int) []*engine.Call {
 		if i%2 == 1 {
 			s = scriptB
 		}
-		cs[i] = &engine.Call{Script: s, Keys: []string{prefix + strconv.Itoa(i)}, Args: []any{i}, Raw: &engine.Raw{}}
+		cs[i] = &engine.Call{Script: s, Keys: []string{prefix + strconv.Itoa(i)}, Args: []any{i}, Raw: true}
 	}
 	return cs
 }
@@ -78,8 +78,8 @@ func check(t *testing.T, rdb redis.Cmdable, cs []*engine.Call) {
 		if i%2 == 1 {
 			want = "B:" + strconv.Itoa(i)
 		}
-		if c.Err != nil || c.Raw.Reply != want {
-			t.Errorf("call %d: got %v, %v; want %q", i, c.Raw.Reply, c.Err, want)
+		if c.Err != nil || c.Reply != want {
+			t.Errorf("call %d: got %v, %v; want %q", i, c.Reply, c.Err, want)
 		}
 		if n, err := rdb.Get(context.Background(), c.Keys[0]).Int(); err != nil || n != 1 {
 			t.Errorf("call %d ran %d times (%v), want once", i, n, err)
@@ -198,9 +198,10 @@ type barrier struct {
 	calls chan *engine.Call
 }
 
-func (b *barrier) Submit(ctx context.Context, c *engine.Call) {
-	b.calls <- c
+func (b *barrier) Submit(ctx context.Context, c engine.Call) engine.Call {
+	b.calls <- &c
 	<-ctx.Done()
+	return c
 }
 
 // Exec hands a Submitter its calls together, so that it can pipeline

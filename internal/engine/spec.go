@@ -84,9 +84,10 @@ type Sharder interface {
 
 // Submitter is a client that takes calls as values rather than running
 // them at once (package batch): Run hands it the call, and Submit returns
-// once c has its outcome or ctx is done.
+// c with its outcome once it has one, or with ctx's error once ctx is
+// done.
 type Submitter interface {
-	Submit(ctx context.Context, c *Call)
+	Submit(ctx context.Context, c Call) Call
 }
 
 // maxCached is how many per-call limits a cache remembers: a few tiers,

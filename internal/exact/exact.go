@@ -1,6 +1,8 @@
 // Package exact turns a limit into the integer scale that the token bucket
 // and GCRA compute with, so that their scripts stay exact in Lua's float64
-// numbers.
+// numbers, and holds what else the two share (Spec): their parameters and
+// script arguments, the head of their scripts, and their decision over the
+// units a subject used, in Go (Decide) and in Lua (decide.lua).
 package exact
 
 import (

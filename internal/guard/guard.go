@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,13 +102,17 @@ func (g *Guard) Inline() bool { return g.inline }
 // error of Ended's: it wraps ctx's error, never strategy.ErrBackend, even
 // when the backend's error (an i/o timeout at that deadline) came first.
 func (g *Guard) Call(ctx context.Context, st strategy.Strategy, c Call) (strategy.Result, error) {
-	ctx2, cancel, callers := g.context(ctx)
-	if cancel != nil {
-		defer cancel()
-	}
+	ctx2, l, callers := g.context(ctx)
 	if g.inline {
 		r, err := Do(ctx2, st, c)
+		if l != nil {
+			l.release(true)
+		}
 		return g.reply(ctx, callers, r, err)
+	}
+	if l != nil {
+		// an abandoned job may still use ctx2: never reuse it
+		defer l.release(false)
 	}
 	j := g.pool.start(ctx2, st, c)
 	select {
@@ -177,40 +182,94 @@ func (g *Guard) timedOut() error {
 	return fmt.Errorf("%w: no reply within Timeout %s: %w", strategy.ErrBackend, g.timeout, context.DeadlineExceeded)
 }
 
-// context returns ctx with the guard's deadline, the function that
-// releases it (nil when there is none to release), and whether the
+// context returns ctx with the guard's deadline, the linked context to
+// release after the call (nil when there is none), and whether the
 // deadline is the caller's.
 //
-// A caller's context that ends sooner is used as is. One that can be
-// canceled gets a context.WithDeadline of its own. One that cannot (no
-// Done channel: Background, or values on it) shares a deadline context
-// with the calls made within slack of it, wrapped to keep its values: one
-// small allocation instead of the five of context.WithDeadline.
-func (g *Guard) context(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+// A caller's context that ends sooner is used as is. Any other shares a
+// deadline with the calls made within slack of it, so that no timer is
+// made per call. One that cannot be canceled (no Done channel: Background,
+// or values on it) is wrapped to keep its values: one small allocation
+// instead of the five of context.WithDeadline. One that can be canceled
+// gets a linked context, taken from a pool, that ends at the earlier of
+// the caller's cancellation and the shared deadline: the two allocations
+// of context.AfterFunc.
+func (g *Guard) context(ctx context.Context) (context.Context, *linked, bool) {
 	want := time.Now().Add(g.timeout)
 	if d, ok := ctx.Deadline(); ok && !d.After(want) {
 		return ctx, nil, true
 	}
-	if ctx.Done() != nil {
-		ctx2, cancel := context.WithDeadline(ctx, want)
-		return ctx2, cancel, false
-	}
 	d := g.shared.Load()
 	if d == nil || d.at.Before(want) || d.at.Sub(want) > g.slack {
-		nd := &deadline{at: want.Add(g.slack)}
-		nd.ctx, nd.cancel = context.WithDeadline(context.Background(), nd.at)
+		nd := newDeadline(want.Add(g.slack))
 		g.shared.CompareAndSwap(d, nd) // when another caller won, ours still serves us
 		d = nd
 	}
-	return &sharedCtx{Context: ctx, d: d}, nil, false
+	if ctx.Done() == nil {
+		return &sharedCtx{Context: ctx, d: d}, nil, false
+	}
+	l := linkedPool.Get().(*linked)
+	l.parent, l.d = ctx, d
+	l.stop = context.AfterFunc(ctx, l.onCancel)
+	d.link(l)
+	return l, l, false
 }
 
 // deadline is a context that ends at at, shared by many calls; it is never
-// canceled before at, and its timer frees it then.
+// canceled before at, and its timer frees it then. At at it also ends the
+// linked contexts still registered with it.
 type deadline struct {
 	at     time.Time
 	ctx    context.Context
 	cancel context.CancelFunc // kept for vet; the deadline ends it
+
+	mu     sync.Mutex
+	fired  bool
+	linked []*linked
+}
+
+// newDeadline returns a deadline at at.
+func newDeadline(at time.Time) *deadline {
+	d := &deadline{at: at}
+	d.ctx, d.cancel = context.WithDeadline(context.Background(), at)
+	context.AfterFunc(d.ctx, d.fire)
+	return d
+}
+
+// fire ends every linked context still registered.
+func (d *deadline) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fired = true
+	for _, l := range d.linked {
+		l.end(context.DeadlineExceeded)
+	}
+	d.linked = nil
+}
+
+// link registers l, or ends it when the deadline has passed.
+func (d *deadline) link(l *linked) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fired {
+		l.end(context.DeadlineExceeded)
+		return
+	}
+	l.idx = len(d.linked)
+	d.linked = append(d.linked, l)
+}
+
+// unlink removes l unless the deadline fired.
+func (d *deadline) unlink(l *linked) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fired || l.idx >= len(d.linked) || d.linked[l.idx] != l {
+		return
+	}
+	last := d.linked[len(d.linked)-1]
+	d.linked[l.idx], last.idx = last, l.idx
+	d.linked[len(d.linked)-1] = nil
+	d.linked = d.linked[:len(d.linked)-1]
 }
 
 // sharedCtx is a caller's context that cannot be canceled, with a shared
@@ -223,3 +282,62 @@ type sharedCtx struct {
 func (c *sharedCtx) Deadline() (time.Time, bool) { return c.d.at, true }
 func (c *sharedCtx) Done() <-chan struct{}       { return c.d.ctx.Done() }
 func (c *sharedCtx) Err() error                  { return c.d.ctx.Err() }
+
+// linked is a caller's cancelable context with a shared deadline: values
+// from the caller's, ended by the caller's cancellation or the deadline,
+// whichever comes first. It is valid for one call: once released, one
+// that did not end goes back to the pool, its channel still open.
+type linked struct {
+	parent   context.Context
+	d        *deadline
+	done     chan struct{}
+	err      atomic.Pointer[error] // set once, just before done is closed
+	stop     func() bool           // stops the AfterFunc on parent
+	onCancel func()                // l.end(parent.Err()), bound once
+	idx      int                   // in d.linked
+}
+
+var linkedPool = sync.Pool{New: func() any {
+	l := &linked{done: make(chan struct{})}
+	l.onCancel = func() { l.end(l.parent.Err()) }
+	return l
+}}
+
+// errCanceled and errDeadline are the errors of a linked context, boxed
+// once; a parent's other error (a cause) is boxed when it ends one.
+var errCanceled, errDeadline = context.Canceled, context.DeadlineExceeded
+
+// end ends l with err, once.
+func (l *linked) end(err error) {
+	p := &err
+	switch err {
+	case context.Canceled:
+		p = &errCanceled
+	case context.DeadlineExceeded:
+		p = &errDeadline
+	}
+	if l.err.CompareAndSwap(nil, p) {
+		close(l.done)
+	}
+}
+
+// release unregisters l after its call and, when reuse and l did not end,
+// puts it back in the pool.
+func (l *linked) release(reuse bool) {
+	stopped := l.stop()
+	l.d.unlink(l)
+	if !reuse || !stopped || l.err.Load() != nil {
+		return
+	}
+	linkedPool.Put(l) // parent and d stay readable until reuse
+}
+
+func (l *linked) Deadline() (time.Time, bool) { return l.d.at, true }
+func (l *linked) Done() <-chan struct{}       { return l.done }
+func (l *linked) Value(key any) any           { return l.parent.Value(key) }
+func (l *linked) Err() error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -18,9 +18,9 @@ func TestContext(t *testing.T) {
 
 	t.Run("no cancellation: shared deadline, caller's values", func(t *testing.T) {
 		before := time.Now()
-		ctx, cancel, _ := g.context(valued)
-		if cancel != nil {
-			t.Error("cancel != nil for a shared deadline")
+		ctx, l, _ := g.context(valued)
+		if l != nil {
+			t.Error("a linked context for a caller that cannot cancel, want a shared deadline")
 		}
 		if got := ctx.Value(ctxKey{}); got != "v" {
 			t.Errorf("Value = %v, want the caller's v", got)
@@ -55,18 +55,48 @@ func TestContext(t *testing.T) {
 	})
 	t.Run("cancelable caller", func(t *testing.T) {
 		parent, cancel := context.WithCancel(valued)
-		ctx, c, _ := g.context(parent)
-		if c == nil {
-			t.Fatal("cancel = nil, want a context of its own")
+		ctx, l, _ := g.context(parent)
+		if l == nil {
+			t.Fatal("linked = nil, want a context of its own")
 		}
-		defer c()
-		if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Hour {
-			t.Errorf("Deadline = %v, %v; want within an hour", d, ok)
+		defer l.release(true)
+		if got := ctx.Value(ctxKey{}); got != "v" {
+			t.Errorf("Value = %v, want the caller's v", got)
+		}
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Hour+g.slack {
+			t.Errorf("Deadline = %v, %v; want within an hour and %s", d, ok, g.slack)
 		}
 		cancel()
 		<-ctx.Done() // the caller's cancellation reaches it
 		if !errors.Is(ctx.Err(), context.Canceled) {
 			t.Errorf("Err = %v, want Canceled", ctx.Err())
+		}
+	})
+	t.Run("cancelable caller, deadline ends it", func(t *testing.T) {
+		g := New(time.Millisecond, true)
+		parent, cancel := context.WithCancel(valued)
+		defer cancel()
+		ctx, l, _ := g.context(parent)
+		defer l.release(true)
+		<-ctx.Done() // must close, at the shared deadline
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || parent.Err() != nil {
+			t.Errorf("Err = %v (caller's %v), want DeadlineExceeded and the caller's untouched", ctx.Err(), parent.Err())
+		}
+	})
+	t.Run("a released linked context is reused open", func(t *testing.T) {
+		parent, cancel := context.WithCancel(valued)
+		defer cancel()
+		for range 100 {
+			ctx, l, _ := g.context(parent)
+			if ctx.Err() != nil {
+				t.Fatalf("a fresh linked context has Err %v", ctx.Err())
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("a fresh linked context is done")
+			default:
+			}
+			l.release(true)
 		}
 	})
 }

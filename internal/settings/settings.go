@@ -1,45 +1,26 @@
-// Package settings holds the options every strategy shares once resolved:
-// strategy.Option is a func(*Options), so users set them through the
-// strategy.WithXxx functions and never see the struct.
+// Package settings resolves the options every strategy shares for this
+// module's strategies: strategy.Options and the first invalid option's
+// error, in one value.
 package settings
 
-import "time"
+import "github.com/ratekit/ratelimit/strategy"
 
-// DefaultPrefix is strategy.DefaultPrefix (a test in package strategy
-// checks that they agree).
-const DefaultPrefix = "rl:"
+// DefaultPrefix is strategy.DefaultPrefix.
+const DefaultPrefix = strategy.DefaultPrefix
 
-// Clock is strategy.Clock: a value of either interface type is assignable
-// to the other.
-type Clock interface {
-	Now() time.Time
-}
-
-// Options are the settings every strategy shares.
+// Options are the resolved options and the first invalid one's error.
 type Options struct {
-	// Prefix is the key namespace; default DefaultPrefix.
-	Prefix string
-	// Clock is the client clock, or nil: Redis strategies then read the
-	// server's TIME, local twins time.Now.
-	Clock Clock
-	// MaxSubjects bounds the subjects a local twin holds at once; 0 means
-	// strategy.DefaultMaxSubjects. Redis strategies ignore it.
-	MaxSubjects int
-	// OnEvict is called by a local twin for each subject it evicts to make
-	// room for another, or nil. Redis strategies ignore it.
-	OnEvict func()
-	// Err is the first invalid option seen, reported by the constructor.
+	strategy.Options
 	Err error
 }
 
-// Apply returns the Options that opts set, with defaults for the rest. nil
-// options are ignored.
-func Apply[F ~func(*Options)](opts []F) Options {
-	o := Options{Prefix: DefaultPrefix}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+// Apply returns the Options that opts set, with defaults for the rest
+// (see strategy.Apply). nil options are ignored.
+func Apply[F ~func(*strategy.Options)](opts []F) Options {
+	so := make([]strategy.Option, len(opts))
+	for i, o := range opts {
+		so[i] = strategy.Option(o)
 	}
-	return o
+	o, err := strategy.Apply(so)
+	return Options{Options: o, Err: err}
 }

@@ -1,5 +1,14 @@
 package unitlog
 
+import _ "embed"
+
+// RefundLua defines the Lua function refundlog(key, window, now, r): the
+// sliding log's refund on its sorted set, the head of slidinglog's and
+// multilimit's refund scripts (see refund.lua).
+//
+//go:embed refund.lua
+var RefundLua string
+
 // Refund takes back up to r of the units recorded after floor, newest
 // first: whole entries are dropped from the newest end and the entry where
 // the refund stops keeps its older units. It returns the units taken back,

@@ -1,0 +1,26 @@
+-- The prelude of every decision and refund script (engine.Script): what
+-- they share of the engine's conventions.
+
+-- now_ms returns the "now" argument arg in ms, or the server's TIME in ms
+-- when arg is negative (engine.ServerTime). ARGV and TIME strings are
+-- turned into numbers by arithmetic, which is cheaper than tonumber.
+local function now_ms(arg)
+  local now = arg + 0
+  if now < 0 then
+    local t = redis.call('TIME')
+    local us = t[2] + 0
+    now = t[1] * 1000 + (us - us % 1000) / 1000
+  end
+  return now
+end
+
+-- allowed returns an allowed decision: the one integer
+-- reset * (limit + 1) + remaining while it is below 2^53 (exact in Lua's
+-- numbers), the table {1, remaining, 0, reset} beyond (see package engine).
+local function allowed(limit, remaining, reset)
+  local x = reset * (limit + 1) + remaining
+  if x < 9007199254740992 then
+    return x
+  end
+  return {1, remaining, 0, reset}
+end
