@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
-	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
@@ -16,8 +16,12 @@ import (
 // peeks counts the Peeks that reach the wrapped strategy.
 type peeks struct {
 	strategy.Strategy
-	keys.Aware
 	n *atomic.Int64
+}
+
+// Shard counts the Peeks of the wrapped strategy's shard view.
+func (p peeks) Shard(i int) strategy.Strategy {
+	return peeks{p.Strategy.(engine.Sharder).Shard(i), p.n}
 }
 
 func (p peeks) Peek(ctx context.Context, key string) (strategy.Result, error) {
@@ -52,7 +56,7 @@ func TestCapacityFromTheContract(t *testing.T) {
 			var n atomic.Int64
 			l := mustNew(t, 10, c.lim, func(sl strategy.Limit) (strategy.Strategy, error) {
 				st, err := c.build(sl)
-				return peeks{st, keys.Aware{}, &n}, err
+				return peeks{st, &n}, err
 			})
 			for i := range l.rr {
 				l.rr[i].Store(0) // the first pick is shard 1

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit/internal/conformance"
-	"github.com/ratekit/ratelimit/internal/keys"
+	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -22,8 +22,12 @@ import (
 // one round trip on Redis.
 type counting struct {
 	strategy.Strategy
-	keys.Aware // the wrapped strategy reads the shard from the context
-	calls      *atomic.Int64
+	calls *atomic.Int64
+}
+
+// Shard counts the decisions of the wrapped strategy's shard view.
+func (c counting) Shard(i int) strategy.Strategy {
+	return counting{c.Strategy.(engine.Sharder).Shard(i), c.calls}
 }
 
 func (c counting) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {

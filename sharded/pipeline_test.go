@@ -16,7 +16,6 @@ import (
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/engine"
-	"github.com/ratekit/ratelimit/internal/redisx"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -24,22 +23,22 @@ import (
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
-// Every Redis strategy of the module plans its Peek and Reset as calls
-// (engine.Planner), or, not yet on the engine, holds them for a pipeline
-// (redisx.Queueable).
-func TestRedisStrategiesPipeline(t *testing.T) {
-	for _, st := range []strategy.Strategy{
-		(*compactlog.Limiter)(nil), (*fixedwindow.Limiter)(nil), (*gcra.Limiter)(nil),
-		(*slidingcounter.Limiter)(nil), (*slidinglog.Limiter)(nil), (*tokenbucket.Limiter)(nil),
-	} {
-		_, planner := st.(engine.Planner)
-		_, sharder := st.(engine.Sharder)
-		_, queueable := st.(redisx.Queueable)
-		if !(planner && sharder) && !queueable {
-			t.Errorf("%T is neither an engine.Planner and engine.Sharder nor redisx.Queueable", st)
-		}
-	}
-}
+// Every Redis strategy of the module plans its Peek and Reset as calls,
+// and decides a shard on a view of its own.
+var (
+	_ engine.Planner = (*compactlog.Limiter)(nil)
+	_ engine.Planner = (*fixedwindow.Limiter)(nil)
+	_ engine.Planner = (*gcra.Limiter)(nil)
+	_ engine.Planner = (*slidingcounter.Limiter)(nil)
+	_ engine.Planner = (*slidinglog.Limiter)(nil)
+	_ engine.Planner = (*tokenbucket.Limiter)(nil)
+	_ engine.Sharder = (*compactlog.Limiter)(nil)
+	_ engine.Sharder = (*fixedwindow.Limiter)(nil)
+	_ engine.Sharder = (*gcra.Limiter)(nil)
+	_ engine.Sharder = (*slidingcounter.Limiter)(nil)
+	_ engine.Sharder = (*slidinglog.Limiter)(nil)
+	_ engine.Sharder = (*tokenbucket.Limiter)(nil)
+)
 
 // roundTrips is a go-redis hook that counts script calls sent alone and
 // pipelines that carry script calls.

@@ -87,7 +87,6 @@ type Limiter struct {
 	// given the subject with "#i" appended
 	st      []strategy.Strategy
 	view    []bool
-	legacy  legacy
 	honours bool // every st[i] honours contexts (strategy.ContextHonourer)
 	probes  int
 	pick    pickMode
@@ -177,7 +176,6 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		sorted:     true,
 		st:         make([]strategy.Strategy, n),
 		view:       make([]bool, n),
-		legacy:     newLegacy(n),
 		honours:    true,
 		probes:     min(o.probes, n),
 	}
@@ -207,8 +205,6 @@ func New(shards int, lim strategy.Limit, build func(strategy.Limit) (strategy.St
 		l.st[i] = st
 		if sh, ok := st.(engine.Sharder); ok {
 			l.st[i], l.view[i] = sh.Shard(i), true
-		} else {
-			l.legacy.see(i, st)
 		}
 		if h, ok := st.(strategy.ContextHonourer); !ok || !h.HonoursContext() {
 			l.honours = false
@@ -303,11 +299,8 @@ func (l *Limiter) first(key string, m int) int {
 // call runs f on shard i: on the shard's own view, or with "#i" appended
 // to the subject of a strategy from elsewhere.
 func (l *Limiter) call(ctx context.Context, i int, key string, f func(st strategy.Strategy, ctx context.Context, key string) (strategy.Result, error)) (strategy.Result, error) {
-	switch {
-	case l.view[i]:
+	if l.view[i] {
 		return f(l.st[i], ctx, key)
-	case l.legacy.aware[i]:
-		return f(l.st[i], l.legacy.with(ctx, i), key)
 	}
 	return f(l.st[i], ctx, key+"#"+strconv.Itoa(i))
 }
@@ -478,10 +471,9 @@ func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) er
 	}
 	errs := make([]error, len(l.st))
 	planned := l.plan(key, res == nil, errs)
-	held := l.legacy.hold(ctx, l, key, res, planned, errs)
 	var wg sync.WaitGroup
 	for i := range l.st {
-		if planned[i] != nil || errs[i] != nil || held.has(i) {
+		if planned[i] != nil || errs[i] != nil {
 			continue
 		}
 		wg.Go(func() {
@@ -497,7 +489,6 @@ func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) er
 			}
 		})
 	}
-	held.exec(ctx, res, errs)
 	l.execPlanned(ctx, planned)
 	wg.Wait()
 	for i, c := range planned {

@@ -278,8 +278,8 @@ func TestNested(t *testing.T) {
 	}
 }
 
-// foreign is a strategy of another module: it does not read the shard from
-// the context. It records the keys it sees.
+// foreign is a strategy of another module: it has no shard views. It
+// records the keys it sees.
 type foreign struct {
 	strategy.Strategy
 	mu   *sync.Mutex
@@ -323,7 +323,7 @@ func TestForeignStrategy(t *testing.T) {
 	}
 }
 
-// noShard hides ShardAware and strips the shard from the context.
+// noShard hides the wrapped strategy's shard views (engine.Sharder).
 type noShard struct{ st strategy.Strategy }
 
 func (n noShard) AllowN(ctx context.Context, key string, c int64) (strategy.Result, error) {
