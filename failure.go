@@ -13,7 +13,6 @@ import (
 	"github.com/ratekit/ratelimit/internal/denycache"
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/guard"
-	"github.com/ratekit/ratelimit/internal/keys"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -191,10 +190,7 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 		f.deny = denycache.New(o.denyCache, o.clock, lim.Window, ev.add)
 		f.cmp, _ = st.(*compare.Limiter)
 	}
-	_, checked := st.(keys.ShardAware) // this module's strategies validate their input
-	if _, ok := st.(engine.Sharder); ok {
-		checked = true
-	}
+	_, checked := st.(engine.Sharder) // this module's strategies validate their input
 	l := &Limiter{cfg: cfg, st: st, obs: o.observer, capacity: lim.Capacity(), checked: checked, fail: f, ev: ev}
 	return l.withTiers()
 }

@@ -66,7 +66,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 		return strategy.Result{}, err
 	}
 	c.Args[0], c.Capacity = int64(strategy.MaxUnits), strategy.MaxUnits
-	engine.Run(ctx, l.Client(), &c)
+	c = engine.Run(ctx, l.Client(), c)
 	c.Result.Limit, c.Result.Remaining = lim.Limit, chk.Remaining-n
 	return c.Result, c.Err
 }`,

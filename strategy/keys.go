@@ -3,8 +3,6 @@ package strategy
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/ratekit/ratelimit/internal/keys"
 )
 
 // MaxKeyLen is the longest subject key accepted, in bytes.
@@ -52,11 +50,27 @@ func KeyFor(prefix, tag, subject string, shard int) string {
 	b = append(b, prefix...)
 	b = append(b, tag...)
 	b = append(b, ':', '{')
-	b = keys.AppendEscaped(b, subject)
+	b = appendEscaped(b, subject)
 	if shard >= 0 {
 		b = append(b, '#')
 		b = strconv.AppendInt(b, int64(shard), 10)
 	}
 	b = append(b, '}')
 	return string(b)
+}
+
+// appendEscaped appends subject to b with '%', '{', '}' and '#'
+// percent-escaped.
+func appendEscaped(b []byte, subject string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(subject); i++ {
+		c := subject[i]
+		switch c {
+		case '%', '{', '}', '#':
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 	"weak"
 
-	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -128,25 +127,6 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 	}
-}
-
-// A twin's store frees idle subjects on the twin's own clock.
-func TestTwinFreesIdleSubjects(t *testing.T) {
-	var ms atomic.Int64
-	clock := strategy.ClockFunc(func() time.Time { return time.UnixMilli(ms.Load()) })
-	tw := NewTwin[int64](strategy.PerSecond(5), settings.Apply([]strategy.Option{strategy.WithClock(clock)}), 1)
-	for i := range 1000 {
-		tw.Store.Do(Key{fmt.Sprint("k", i), -1}, 0, func(v *int64) int64 { *v = 1; return 1000 })
-	}
-	ms.Store(999) // nothing expired yet: a sweep now must keep everything
-	for i := range tw.Store.stripes {
-		tw.Store.timerSweep(i)
-	}
-	if n := tw.Subjects(); n != 1000 {
-		t.Fatalf("%d subjects after a sweep before their expiry, want 1000", n)
-	}
-	ms.Store(1000)
-	waitFor(t, func() bool { return tw.Subjects() == 0 }, "the twin to free its idle subjects")
 }
 
 // A dropped Store is collected even while its stripes' timers are pending
