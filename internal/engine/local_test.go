@@ -36,7 +36,7 @@ func TestLocalFreesIdleSubjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ms.Store(99) // nothing expired yet
+	ms.Store(99)                       // nothing expired yet
 	time.Sleep(250 * time.Millisecond) // two sweep periods (the window)
 	if n := l.Subjects(); n != 1000 {
 		t.Fatalf("%d subjects before their expiry, want 1000", n)
