@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/compare"
 	"github.com/ratekit/ratelimit/internal/denycache"
 	"github.com/ratekit/ratelimit/internal/guard"
@@ -20,7 +21,7 @@ import (
 // FailurePolicy is what a Limiter built by New or Wrap decides when Redis
 // cannot: it is down, too slow (see Config.Timeout), refuses (maxmemory,
 // WRONGTYPE on a subject's key), or its circuit breaker is open (see
-// Breaker). Every such decision is a Result with Degraded set, and no
+// package breaker). Every such decision is a Result with Degraded set, and no
 // error, so that a call site that does not look at Degraded still gets the
 // policy its owner chose; the Observer sees the cause (Decision.Cause).
 //
@@ -72,12 +73,7 @@ const DefaultTimeout = 250 * time.Millisecond
 // MaxTimeout is the longest Config.Timeout accepted.
 const MaxTimeout = time.Minute
 
-// ErrCircuitOpen is the cause of decisions made while the circuit breaker is
-// open (Decision.Cause) and the error Reset returns then, wrapped with
-// strategy.ErrBackend.
-var ErrCircuitOpen = errors.New("ratelimit: circuit breaker open, Redis not called")
-
-// errBreakerOpen is ErrCircuitOpen as a backend failure: it is both, with
+// errBreakerOpen is breaker.ErrOpen as a backend failure: it is both, with
 // one prefix.
 var errBreakerOpen error = circuitOpen{}
 
@@ -88,7 +84,7 @@ func (circuitOpen) Error() string {
 }
 
 func (circuitOpen) Is(target error) bool {
-	return target == strategy.ErrBackend || target == ErrCircuitOpen
+	return target == strategy.ErrBackend || target == breaker.ErrOpen
 }
 
 // checkFailure validates the failure settings of cfg; wrapped says that cfg
@@ -155,7 +151,7 @@ func checkFailure(cfg Config, wrapped bool) error {
 type failure struct {
 	policy  FailurePolicy
 	guard   *guard.Guard
-	breaker *Breaker
+	breaker *breaker.Breaker
 	local   strategy.Strategy // FailLocal: the fallback
 	deny    *denycache.Cache  // nil when off
 	cmp     *compare.Limiter  // with deny: the strategy when it has a candidate, which decides cached denials too
@@ -179,7 +175,7 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 		f.policy = FailOpen
 	}
 	if f.breaker == nil { // its own, on the limiter's clock
-		f.breaker, _ = NewBreaker(0, 0, WithBreakerClock(o.clock))
+		f.breaker, _ = breaker.New(0, 0, breaker.WithClock(o.clock))
 	}
 	if f.policy == FailLocal {
 		f.local = fallback
@@ -300,7 +296,7 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 			return r, outcome{cached: true}, nil
 		}
 	}
-	ok, probe := f.breaker.allow()
+	ok, probe := f.breaker.Allow()
 	if !ok {
 		if l.checked { // not validated above, and the strategy is not called
 			if err := validate(key, n); err != nil {
@@ -320,10 +316,10 @@ func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result,
 	}
 	r, err := f.guard.Call(ctx, l.st, c)
 	if err != nil && callerError(err) {
-		f.breaker.done(probe, callAnswered)
+		f.breaker.Record(probe, breaker.Answered)
 		return Result{}, outcome{}, err
 	}
-	f.breaker.done(probe, classify(ctx, err))
+	f.breaker.Record(probe, classify(ctx, err))
 	if err != nil && guard.IsEnded(err) {
 		// the caller's own deadline or cancellation ended the wait
 		return Result{}, outcome{}, err
@@ -359,12 +355,12 @@ func (f *failure) reset(ctx context.Context, st strategy.Strategy, key string) e
 		// Redis made before the reset but that arrive after the first call
 		defer f.deny.Invalidate(key)
 	}
-	ok, probe := f.breaker.allow()
+	ok, probe := f.breaker.Allow()
 	if !ok {
 		return errBreakerOpen
 	}
 	_, err := f.guard.Call(ctx, st, guard.Call{Op: guard.Reset, Key: key})
-	f.breaker.done(probe, classify(ctx, err))
+	f.breaker.Record(probe, classify(ctx, err))
 	return err
 }
 
@@ -380,7 +376,7 @@ func (l *Limiter) degrade(ctx context.Context, op, key string, n int64) Result {
 		if err == nil {
 			if r.RetryAfter == strategy.Never && max(n, 1) <= capacity {
 				// beyond this process's share, not beyond the limit
-				r.RetryAfter = f.breaker.retryIn()
+				r.RetryAfter = f.breaker.RetryAfter()
 			}
 			r.Degraded = true
 			return r
@@ -397,26 +393,26 @@ func (l *Limiter) degrade(ctx context.Context, op, key string, n int64) Result {
 	if f.policy == FailOpen {
 		return Result{Allowed: true, Limit: capacity, Remaining: capacity, Degraded: true}
 	}
-	retry := f.breaker.retryIn()
+	retry := f.breaker.RetryAfter()
 	return Result{Limit: capacity, RetryAfter: retry, ResetAfter: retry, Degraded: true}
 }
 
 // classify tells the breaker what err says about Redis. ctx is the caller's.
-func classify(ctx context.Context, err error) callOutcome {
+func classify(ctx context.Context, err error) breaker.Outcome {
 	if err == nil || callerError(err) {
-		return callAnswered
+		return breaker.Answered
 	}
 	if guard.IsEnded(err) || ctx.Err() != nil {
-		return callAbandoned
+		return breaker.Abandoned
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
 		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY"} {
 			if redis.HasErrorPrefix(err, p) {
-				return callFailed
+				return breaker.Failed
 			}
 		}
-		return callAnswered // WRONGTYPE, OOM...: Redis serves, this call failed
+		return breaker.Answered // WRONGTYPE, OOM...: Redis serves, this call failed
 	}
-	return callFailed
+	return breaker.Failed
 }

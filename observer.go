@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"time"
+
+	"github.com/ratekit/ratelimit/breaker"
 )
 
 // Decision is what a Limiter reports to its Observer after each decision.
@@ -18,10 +20,10 @@ type Decision struct {
 	Start     time.Time     // when the decision started
 	Duration  time.Duration // how long it took
 
-	Degraded bool         // the failure policy decided (Result.Degraded); Cause says why
-	Cause    error        // Degraded: the Redis failure, or ErrCircuitOpen (wrapped)
-	Cached   bool         // the denial cache decided, without a round trip (WithDenyCache)
-	Breaker  BreakerState // the circuit breaker's state after the decision (New and Wrap)
+	Degraded bool          // the failure policy decided (Result.Degraded); Cause says why
+	Cause    error         // Degraded: the Redis failure, or breaker.ErrOpen (wrapped)
+	Cached   bool          // the denial cache decided, without a round trip (WithDenyCache)
+	Breaker  breaker.State // the circuit breaker's state after the decision (Redis and Wrap limiters)
 
 	// Evicted is how many subjects the limiter's in-process structures (its
 	// twin, FailLocal twin or denial cache) evicted to make room for others

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"fmt"
 
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -12,7 +13,7 @@ type Option func(*options)
 type options struct {
 	clock       strategy.Clock
 	observer    Observer
-	breaker     *Breaker          // WithBreaker
+	breaker     *breaker.Breaker  // WithBreaker
 	denyCache   int               // WithDenyCache: max subjects; 0 is off
 	maxSubjects int               // WithMaxSubjects; 0 is the default
 	fallback    strategy.Strategy // WithFallback (Wrap)
@@ -35,7 +36,7 @@ func apply(opts []Option) (options, error) {
 // c is ignored. See strategy.WithClock. The denial cache and the circuit
 // breaker the limiter builds for itself read c too, so a test that steps c
 // steps their expiry and cool-down; a Breaker given with WithBreaker reads
-// the clock it was built with (see WithBreakerClock). c must be safe for
+// the clock it was built with (see breaker.WithClock). c must be safe for
 // concurrent use: it is called from every goroutine that makes a decision
 // and from the limiter's own (sweeps of idle subjects).
 func WithClock(c strategy.Clock) Option {
@@ -77,11 +78,11 @@ func WithMaxSubjects(n int) Option {
 }
 
 // WithBreaker makes the limiter use b, which other limiters may share, instead
-// of a Breaker of its own with the defaults. b times its cool-down with its
-// own clock, not the limiter's WithClock clock: build it with
-// WithBreakerClock to share that clock. A nil b is ignored. It has no
-// effect on NewLocal.
-func WithBreaker(b *Breaker) Option {
+// of a breaker of its own with the defaults (see package breaker). b times
+// its cool-down with its own clock, not the limiter's WithClock clock:
+// build it with breaker.WithClock to share that clock. A nil b is ignored.
+// It has no effect on an in-process limiter (New with a nil client).
+func WithBreaker(b *breaker.Breaker) Option {
 	return func(o *options) {
 		if b != nil {
 			o.breaker = b

@@ -81,11 +81,11 @@ func (l *Limiter) call(ctx context.Context, c guard.Call) (Result, error) {
 	if f == nil {
 		return guard.Do(ctx, l.st, c)
 	}
-	ok, probe := f.breaker.allow()
+	ok, probe := f.breaker.Allow()
 	if !ok {
 		return Result{}, errBreakerOpen
 	}
 	r, err := f.guard.Call(ctx, l.st, c)
-	f.breaker.done(probe, classify(ctx, err))
+	f.breaker.Record(probe, classify(ctx, err))
 	return r, err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/httplimit"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -177,7 +178,7 @@ func TestWrapUserStrategy(t *testing.T) {
 		u := newUserStrategy(t, lim, clock)
 		u.hang = make(chan struct{})
 		defer close(u.hang)
-		b, err := ratelimit.NewBreaker(2, time.Hour)
+		b, err := breaker.New(2, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func TestWrapUserStrategy(t *testing.T) {
 				t.Fatalf("Allow %d on a hung strategy = %+v, %v; want a degraded denial", i, r, err)
 			}
 		}
-		if s := b.State(); s != ratelimit.BreakerOpen {
+		if s := b.State(); s != breaker.Open {
 			t.Fatalf("breaker %s after 2 timeouts, want open", s)
 		}
 		calls := u.calls.Load()

@@ -22,6 +22,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/ratelimitotel"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -295,7 +296,7 @@ func TestDecisionsThroughTheFacade(t *testing.T) {
 func TestDegradedAndBreaker(t *testing.T) {
 	tel := newTelemetry(t)
 	mr, rdb := miniClient(t)
-	br, err := ratelimit.NewBreaker(2, time.Hour)
+	br, err := breaker.New(2, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestErrorType(t *testing.T) {
 		{nil, ""},
 		{fmt.Errorf("x: %w", strategy.ErrInvalidKey), "invalid_key"},
 		{fmt.Errorf("x: %w", strategy.ErrInvalidCost), "invalid_cost"},
-		{fmt.Errorf("%w: %w", strategy.ErrBackend, ratelimit.ErrCircuitOpen), "circuit_open"},
+		{fmt.Errorf("%w: %w", strategy.ErrBackend, breaker.ErrOpen), "circuit_open"},
 		{fmt.Errorf("%w: %w", strategy.ErrBackend, context.DeadlineExceeded), "timeout"},
 		{fmt.Errorf("%w: %w", strategy.ErrBackend, context.Canceled), "canceled"},
 		{fmt.Errorf("%w: connection refused", strategy.ErrBackend), "backend"},
@@ -436,7 +437,7 @@ func TestConcurrentObserve(t *testing.T) {
 			for i := 0; i < per; i++ {
 				obs.Observe(context.Background(), ratelimit.Decision{Policy: fmt.Sprint("p", g%2), Algorithm: ratelimit.SlidingLog,
 					Op: "allow", N: 1, Result: ratelimit.Result{Allowed: i%2 == 0}, Start: time.Now(), Duration: time.Millisecond,
-					Breaker: ratelimit.BreakerState(i % 3)})
+					Breaker: breaker.State(i % 3)})
 			}
 		}()
 	}
