@@ -59,19 +59,15 @@ const (
 	// processes sharing one Redis together allow about the limit
 	// (LocalShare = 1/N). The twin starts empty at the outage and frees its
 	// subjects within about a window after Redis is back; it holds at most
-	// WithMaxSubjects subjects. Wrap takes the twin from WithFallback.
+	// Config.MaxSubjects subjects. Wrap takes the twin from WithFallback.
 	FailLocal FailurePolicy = "local"
 )
 
-// DefaultTimeout is the longest a decision waits on Redis when
-// Config.Timeout is 0: room for dialing a new connection or a GC pause,
-// well above a healthy Redis's sub-millisecond answer. A hung Redis adds it
-// to the few requests that find the breaker closed or probing; services
-// with a tight latency budget set a shorter Timeout.
-const DefaultTimeout = 250 * time.Millisecond
-
-// MaxTimeout is the longest Config.Timeout accepted.
-const MaxTimeout = time.Minute
+// The bounds of Config.Timeout (see there).
+const (
+	defaultTimeout = 250 * time.Millisecond
+	maxTimeout     = time.Minute
+)
 
 // errBreakerOpen is breaker.ErrOpen as a backend failure: it is both, with
 // one prefix.
@@ -91,14 +87,14 @@ func (circuitOpen) Is(target error) bool {
 // was given to Wrap, which takes no strategy fields.
 func checkFailure(cfg Config, wrapped bool) error {
 	invalid := func(field string, text func(name func(string) string) string) error {
-		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "", "", text)
+		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), text)
 	}
 	switch cfg.Mode {
-	case "", ModeEnforce, ModeShadow:
+	case "", modeEnforce, modeShadow:
 	default:
 		mode := cfg.Mode // captured by the message alone: cfg stays on the stack
 		return invalid("Mode", func(name func(string) string) string {
-			return fmt.Sprintf("%s must be %q or %q (empty means %q), got %s", name("Mode"), ModeEnforce, ModeShadow, ModeEnforce, quote.Value(string(mode)))
+			return fmt.Sprintf("%s must be %q or %q (empty means %q), got %s", name("Mode"), modeEnforce, modeShadow, modeEnforce, quote.Value(mode))
 		})
 	}
 	switch cfg.OnFailure {
@@ -118,11 +114,11 @@ func checkFailure(cfg Config, wrapped bool) error {
 	switch timeout := cfg.Timeout; {
 	case timeout < 0:
 		return invalid("Timeout", func(name func(string) string) string {
-			return fmt.Sprintf("%s must be >= 0 (0 means %s), got %s", name("Timeout"), DefaultTimeout, timeout)
+			return fmt.Sprintf("%s must be >= 0 (0 means %s), got %s", name("Timeout"), defaultTimeout, timeout)
 		})
-	case timeout > MaxTimeout:
+	case timeout > maxTimeout:
 		return invalid("Timeout", func(name func(string) string) string {
-			return fmt.Sprintf("%s must be <= %s, got %s", name("Timeout"), MaxTimeout, timeout)
+			return fmt.Sprintf("%s must be <= %s, got %s", name("Timeout"), maxTimeout, timeout)
 		})
 	}
 	if !wrapped {
@@ -134,12 +130,12 @@ func checkFailure(cfg Config, wrapped bool) error {
 	}{
 		{"Algorithm", cfg.Algorithm != ""}, {"Limit", cfg.Limit != 0}, {"Window", cfg.Window != 0},
 		{"Burst", cfg.Burst != 0}, {"Shards", cfg.Shards != 0}, {"Prefix", cfg.Prefix != ""},
-		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0},
+		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0}, {"MaxSubjects", cfg.MaxSubjects != 0},
 	} {
 		if f.set {
 			field := f.name
-			return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "Wrap: ", "Wrap: ", func(name func(string) string) string {
-				return name(field) + " must be zero: the strategy given is what is enforced"
+			return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), func(name func(string) string) string {
+				return "Wrap: " + name(field) + " must be zero: the strategy given is what is enforced"
 			})
 		}
 	}
@@ -168,7 +164,7 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
-		timeout = DefaultTimeout
+		timeout = defaultTimeout
 	}
 	f := &failure{policy: cfg.OnFailure, guard: guard.New(timeout, honours(st)), breaker: o.breaker}
 	if f.policy == "" {

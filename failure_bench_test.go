@@ -88,13 +88,13 @@ func BenchmarkDecision(b *testing.B) {
 		})
 		b.Run("strategy alone, ContextTimeoutEnabled", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
-				return lc.Strategy().AllowN(ctx, key, 1)
+				return ratelimit.StrategyOf(lc).AllowN(ctx, key, 1)
 			}, false)
 		})
 		// the strategy alone: what the timeout guard and breaker add
 		b.Run("strategy alone", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
-				return l.Strategy().AllowN(ctx, key, 1)
+				return ratelimit.StrategyOf(l).AllowN(ctx, key, 1)
 			}, false)
 		})
 	})

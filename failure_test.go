@@ -158,7 +158,7 @@ func TestFailureConfigValidates(t *testing.T) {
 			if _, err := ratelimit.New(rdb, cfg); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "ratelimit: ") {
 				t.Errorf("New: err = %v, want one containing %q", err, c.want)
 			}
-			if _, err := ratelimit.NewLocal(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := ratelimit.New(nil, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("NewLocal: err = %v, want one containing %q", err, c.want)
 			}
 		})
@@ -193,8 +193,9 @@ func TestFailureConfigValidates(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ratelimit.New(nil, valid, ratelimit.WithDenyCache(10)); err == nil || !strings.Contains(err.Error(), "redis client is nil") {
-		t.Errorf("New(nil): err = %v, want one saying the client is nil", err)
+	// no client: in process, where the denial cache does not apply
+	if l, err := ratelimit.New(nil, valid, ratelimit.WithDenyCache(10)); err != nil || ratelimit.DenyCacheLen(l) != -1 {
+		t.Errorf("New(nil) with WithDenyCache: %v; want an in-process Limiter without a denial cache", err)
 	}
 	if _, err := ratelimit.New(rdb, valid, nil, ratelimit.WithBreaker(nil)); err != nil {
 		t.Errorf("nil options: %v, want them ignored", err)
@@ -211,7 +212,7 @@ func TestBadInputTouchesNothing(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
 	huge := strings.Repeat("k", 1<<20)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		for _, p := range failurePolicies {
 			t.Run(fmt.Sprintf("%s/%s", a, p), func(t *testing.T) {
 				open := mustBreaker(t, 1, time.Hour)
@@ -628,7 +629,7 @@ func TestBreakerShared(t *testing.T) {
 // what Redis would have allowed.
 func TestDenyCacheNeverDeniesWhatRedisAllows(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			ctx := context.Background()
@@ -741,7 +742,7 @@ func TestDenyCacheResetAndBound(t *testing.T) {
 	if r, _ := l.Allow(ctx, "x"); !r.Allowed {
 		t.Fatalf("after Reset: %+v, want allowed", r)
 	}
-	if l, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute}, ratelimit.WithDenyCache(10)); err != nil || ratelimit.DenyCacheLen(l) != -1 {
+	if l, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute}, ratelimit.WithDenyCache(10)); err != nil || ratelimit.DenyCacheLen(l) != -1 {
 		t.Fatalf("NewLocal with a deny cache: %v, want it accepted and unused", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Fault tests: a real redis-server, started by the test, is killed, paused,
@@ -74,7 +75,7 @@ type fault struct {
 }
 
 func hotKey(l *ratelimit.Limiter) string {
-	return l.Strategy().(interface{ Key(string) string }).Key("hot")
+	return ratelimit.StrategyOf(l).(interface{ Key(string) string }).Key("hot")
 }
 
 var faults = []fault{
@@ -600,7 +601,7 @@ func TestMaxmemoryEveryAlgorithm(t *testing.T) {
 	srv := testredis.Start(t)
 	admin := srv.Client(t)
 	rdb := srv.Client(t)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			b := mustBreaker(t, 2, time.Hour)
 			l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: a, Limit: 3, Window: time.Minute, Prefix: string(a) + ":",

@@ -5,20 +5,21 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit/breaker"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Decision is what a Limiter reports to its Observer after each decision.
 // It holds no subject key: keys are unbounded in number and may be personal
 // data, so telemetry must never see them.
 type Decision struct {
-	Policy    string        // Config.Name
-	Algorithm Algorithm     // Config.Algorithm ("" for a Limiter made by Wrap)
-	Op        string        // "allow", "peek", "reset", "refund", or "compare" (Config.Candidate)
-	N         int64         // the cost asked for (AllowN)
-	Result    Result        // the outcome; zero when Err is set
-	Err       error         // the error returned to the caller, if any
-	Start     time.Time     // when the decision started
-	Duration  time.Duration // how long it took
+	Policy    string             // Config.Name
+	Algorithm strategy.Algorithm // Config.Algorithm ("" for a Limiter made by Wrap)
+	Op        string             // "allow", "peek", "reset", "refund", or "compare" (Config.Candidate)
+	N         int64              // the cost asked for (AllowN)
+	Result    Result             // the outcome; zero when Err is set
+	Err       error              // the error returned to the caller, if any
+	Start     time.Time          // when the decision started
+	Duration  time.Duration      // how long it took
 
 	Degraded bool          // the failure policy decided (Result.Degraded); Cause says why
 	Cause    error         // Degraded: the Redis failure, or breaker.ErrOpen (wrapped)

@@ -11,14 +11,13 @@ import (
 type Option func(*options)
 
 type options struct {
-	clock       strategy.Clock
-	observer    Observer
-	breaker     *breaker.Breaker  // WithBreaker
-	denyCache   int               // WithDenyCache: max subjects; 0 is off
-	maxSubjects int               // WithMaxSubjects; 0 is the default
-	fallback    strategy.Strategy // WithFallback (Wrap)
-	prebuilt    strategy.Strategy // withStrategy: a promoted candidate
-	err         error             // the first invalid option
+	clock     strategy.Clock
+	observer  Observer
+	breaker   *breaker.Breaker  // WithBreaker
+	denyCache int               // WithDenyCache: max subjects; 0 is off
+	fallback  strategy.Strategy // WithFallback (Wrap)
+	prebuilt  strategy.Strategy // withStrategy: a promoted candidate
+	err       error             // the first invalid option
 }
 
 // apply returns the options opts set, or the first invalid one's error.
@@ -54,26 +53,6 @@ func WithObserver(obs Observer) Option {
 		if obs != nil {
 			o.observer = obs
 		}
-	}
-}
-
-// WithMaxSubjects bounds the subjects the limiter holds in this process:
-// the twin of a Limiter built by NewLocal, and the FailLocal twin of one
-// built by New (default strategy.DefaultMaxSubjects, 1,048,576; the denial
-// cache has its own bound, see WithDenyCache). When the bound is reached, a
-// new subject evicts the least recently used one of the 1/64 of subjects
-// that share its stripe, in O(1), counted in Decision.Evicted and
-// Limiter.Evicted. An evicted subject starts fresh, with its full capacity,
-// on its next request, so size the bound well above the subjects active
-// within one window: then only an abusive rotation of keys evicts. Idle
-// subjects are freed within about one window whatever the bound. n must be
-// >= 1. Subjects in Redis are not bounded by it: each has a TTL.
-func WithMaxSubjects(n int) Option {
-	return func(o *options) {
-		if n < 1 && o.err == nil {
-			o.err = fmt.Errorf("%w: WithMaxSubjects: n must be >= 1, got %d", strategy.ErrInvalidOption, n)
-		}
-		o.maxSubjects = n
 	}
 }
 
@@ -134,7 +113,7 @@ func WithDenyCache(maxSubjects int) Option {
 	}
 }
 
-// withStrategy makes New or NewLocal decide with st, built already for the
+// withStrategy makes New decide with st, built already for the
 // Config given (a candidate that Set.Update promotes), instead of building
 // one.
 func withStrategy(st strategy.Strategy) Option {

@@ -10,22 +10,25 @@
 //	r, err := l.Allow(ctx, "user:42")
 //	if !r.Allowed { /* 429, retry after r.RetryAfter */ }
 //
-// The algorithms trade exactness for memory (see Algorithm and
-// docs/strategies.md): the sliding log and compact log are exact, the others store
-// one or two integers per subject. Each lives in a package of its own with
-// an in-process twin (NewLocal); package strategy holds their contract,
-// and Wrap puts any strategy.Strategy (sharded, multilimit, your own)
-// behind the same Limiter.
+// There are three constructors: New from a Config (with a nil client, the
+// Limiter keeps its state in this process), Wrap for any strategy.Strategy
+// (sharded, multilimit, your own), and NewSet for named Policies, usually
+// decoded from JSON with json.Unmarshal.
+//
+// The algorithms trade exactness for memory (see docs/strategies.md): the
+// sliding log and compact log are exact, the others store one or two
+// integers per subject. Each lives in a package of its own, with an
+// in-process twin; package strategy holds their contract.
 //
 // What a Limiter adds around a strategy:
 //   - a failure policy for when Redis is down or slow (FailurePolicy,
-//     Config.Timeout, Breaker): open, closed, or a local twin;
+//     Config.Timeout, package breaker): open, closed, or a local twin;
 //   - a cache of denials that saves round trips (WithDenyCache);
 //   - an Observer told of every decision (package ratelimitotel);
 //   - Wait, which blocks until a request may pass;
-//   - Policies: named Configs from JSON, built into a Set;
-//   - changes on live traffic: shadow mode (Mode), per-subject limits
-//     (Tiers), refunds (RefundN).
+//   - changes on live traffic: shadow mode (Config.Mode), per-subject
+//     limits (Config.Tiers and Tier, which fails for an unknown tier),
+//     refunds (RefundN), reloads (Set.Update).
 //
 // Package httplimit is HTTP middleware over a Limiter; package batch shares
 // Redis pipelines among concurrent decisions. A Limiter is safe for
@@ -68,16 +71,8 @@ type Result = strategy.Result
 // them. See strategy.Limit.
 type Limit = strategy.Limit
 
-// Never is the RetryAfter of a request that can never pass.
-const Never = strategy.Never
-
-// Algorithm names a rate-limiting algorithm as Config and Policies JSON
-// write it ("sliding_log", "compact_log", "sliding_counter",
-// "fixed_window", "token_bucket", "gcra", or "multi" for Config.Rules).
-// See strategy.Algorithm.
-type Algorithm = strategy.Algorithm
-
-// The algorithms a Config can name.
+// The algorithms a Config can name (strategy.Algorithm values; "multi" is
+// the facade's own).
 const (
 	// SlidingLog is exact: a sorted set of every request in the window.
 	// Memory grows with the requests in the window. Package slidinglog.
@@ -104,13 +99,8 @@ const (
 	SlidingCounter = strategy.SlidingCounter
 	// Multi enforces Config.Rules together, all or nothing: several limits
 	// on one subject (10 a second and 1,000 an hour). Package multilimit.
-	Multi Algorithm = "multi"
+	Multi strategy.Algorithm = "multi"
 )
-
-// Rule is one limit of a Config whose Algorithm is Multi: a SlidingLog or
-// FixedWindow Algorithm and its Limit. The rules of a Config are enforced
-// together, all or nothing. See multilimit.Rule.
-type Rule = multilimit.Rule
 
 // algorithm is how the facade builds one algorithm.
 type algorithm struct {
@@ -132,7 +122,7 @@ func pair[R, L strategy.Strategy](
 	}
 }
 
-var algorithms = map[Algorithm]algorithm{
+var algorithms = map[strategy.Algorithm]algorithm{
 	SlidingLog:     pair(slidinglog.New, slidinglog.NewLocal),
 	CompactLog:     pair(compactlog.New, compactlog.NewLocal),
 	FixedWindow:    pair(fixedwindow.New, fixedwindow.NewLocal),
@@ -141,31 +131,36 @@ var algorithms = map[Algorithm]algorithm{
 	GCRA:           pair(gcra.New, gcra.NewLocal),
 }
 
-// Algorithms returns the names of the single algorithms, sorted (Multi,
-// which combines some of them, is not among them).
-func Algorithms() []Algorithm {
-	names := make([]Algorithm, 0, len(algorithms))
-	for a := range algorithms {
-		names = append(names, a)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // Config describes one limiter. The zero Config is invalid: Algorithm,
-// Limit and Window are required (New, NewLocal). Wrap takes only the name
-// and the failure handling from it.
+// Limit and Window are required (New). Wrap takes only the name, the mode,
+// the tiers and the failure handling from it. In a policy document
+// (Policies) each field has the JSON name given below.
 type Config struct {
-	Name      string        // the policy's name, for telemetry and headers (e.g. "login"); optional
-	Algorithm Algorithm     // one of Algorithms()
-	Limit     int64         // units allowed per Window; >= 0
-	Window    time.Duration // > 0, whole milliseconds
-	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
-	Shards    int           // > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
-	Prefix    string        // key namespace; default "rl:"
-	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
+	Name      string             // the policy's name, for telemetry and headers (e.g. "login"); optional; in JSON, the policy's key
+	Algorithm strategy.Algorithm // "algorithm": SlidingLog, CompactLog, FixedWindow, TokenBucket, GCRA, SlidingCounter or Multi
+	Limit     int64              // "limit": units allowed per Window; >= 0
+	Window    time.Duration      // "window": > 0, whole milliseconds
+	Burst     int64              // "burst": token bucket and GCRA capacity; 0 means Limit
+	Shards    int                // "shards": > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
+	Prefix    string             // "prefix": key namespace; default "rl:"
+	Rules     []multilimit.Rule  // "rules": Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
 
-	// Candidate is another algorithm (or limit) to try beside this one on
+	// MaxSubjects ("max_subjects") bounds the subjects the limiter holds
+	// in this process: its twin when built in process (New with a nil
+	// client), its FailLocal twin otherwise; 0 means
+	// strategy.DefaultMaxSubjects (1,048,576); it must be >= 0. The
+	// denial cache has its own bound (WithDenyCache). When the bound is
+	// reached, a new subject evicts the least recently used one of the
+	// 1/64 of subjects that share its stripe, in O(1), counted in
+	// Decision.Evicted. An evicted subject starts fresh, with its full
+	// capacity, on its next request, so size the bound well above the
+	// subjects active within one window: then only an abusive rotation of
+	// keys evicts. Idle subjects are freed within about one window
+	// whatever the bound. Subjects in Redis are not bounded by it: each
+	// has a TTL. A candidate shares its policy's bound.
+	MaxSubjects int
+
+	// Candidate ("candidate") is another algorithm (or limit) to try beside this one on
 	// the same traffic, in shadow: every allowed or denied request (a
 	// denial from WithDenyCache's cache included) is also decided by the
 	// candidate on its own keys, its decision never reaching the caller,
@@ -182,42 +177,45 @@ type Config struct {
 	// compare.
 	Candidate *Config
 
-	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
-	// record as usual, but never deny (see Mode).
-	Mode Mode
-	// Tiers are other limits for some subjects (free, pro...), by name:
-	// Limiter.Tier(name) decides under one. Each has Limit and Burst; its
-	// Window must be 0 or Config's, and the algorithm must accept it as
-	// its own limit (compact log: at most compactlog.MaxLimit; see
-	// strategy.LimitValidator), or building the Limiter fails naming the
-	// tier. See Limiter.Tier for what a subject keeps when its tier
-	// changes. At most MaxTiers.
-	Tiers map[string]Limit
-
-	// When Redis fails (New and Wrap; see FailurePolicy and Breaker):
-	OnFailure  FailurePolicy // FailOpen (the default, ""), FailClosed or FailLocal
-	LocalShare float64       // FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1 (New only)
-	Timeout    time.Duration // longest wait on Redis per call, <= MaxTimeout; 0 means DefaultTimeout; the caller's ctx deadline wins when sooner
-}
-
-// Mode says whether a Limiter enforces its decisions.
-type Mode string
-
-// The modes.
-const (
-	// ModeEnforce denies what the strategy denies.
-	ModeEnforce Mode = "enforce"
-	// ModeShadow decides and records as enforcement would, but lets every
-	// request through: a denial comes back with Allowed true and
-	// Result.Shadow set, its other fields those of the denial; the
+	// Mode ("mode") is "enforce" (the default, "") or "shadow". In
+	// shadow mode a Limiter decides and records as enforcement would, but
+	// lets every request through: a denial comes back with Allowed true
+	// and Result.Shadow set, its other fields those of the denial; the
 	// Observer sees it (ratelimitotel counts shadow denials apart), and
 	// httplimit sends the headers but never 429. Use it to try a new
 	// limit on live traffic before enforcing it.
-	ModeShadow Mode = "shadow"
+	Mode string
+	// Tiers ("tiers", an object of names to {"limit", "burst"}) are other
+	// limits for some subjects (free, pro...), by name: Limiter.Tier(name)
+	// decides under one. Each has Limit and Burst; its Window must be 0 or
+	// Config's, and the algorithm must accept it as its own limit (compact
+	// log: at most compactlog.MaxLimit; see strategy.LimitValidator), or
+	// building the Limiter fails naming the tier. See Limiter.Tier for
+	// what a subject keeps when its tier changes. At most 64 tiers, named
+	// as policies are (see Policies).
+	Tiers map[string]Limit
+
+	// When Redis fails (New with a client, and Wrap; see FailurePolicy
+	// and package breaker):
+	OnFailure  FailurePolicy // "on_failure": FailOpen (the default, ""), FailClosed or FailLocal
+	LocalShare float64       // "local_share": FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1 (New only)
+	// Timeout ("timeout") is the longest wait on Redis per call, at most
+	// one minute; 0 means 250ms: room for dialing a new connection or a
+	// GC pause, well above a healthy Redis's sub-millisecond answer. A
+	// hung Redis adds it to the few requests that find the breaker closed
+	// or probing; services with a tight latency budget set a shorter
+	// Timeout. The caller's ctx deadline wins when sooner.
+	Timeout time.Duration
+}
+
+// The modes of Config.Mode.
+const (
+	modeEnforce = "enforce"
+	modeShadow  = "shadow"
 )
 
-// MaxTiers is the most tiers a Config may name.
-const MaxTiers = 64
+// maxTiers is the most tiers a Config may name.
+const maxTiers = 64
 
 // limit returns the strategy.Limit of c.
 func (c Config) limit() strategy.Limit {
@@ -232,14 +230,14 @@ type Limiter struct {
 	obs      Observer
 	capacity int64    // st's (or the tier's): what a degraded Result reports
 	checked  bool     // st validates key and cost itself
-	shadow   bool     // Config.Mode is ModeShadow
-	fail     *failure // New and Wrap: timeout, breaker, policy, denial cache
+	shadow   bool     // Config.Mode is "shadow"
+	fail     *failure // New with a client, and Wrap: timeout, breaker, policy, denial cache
 	ev       *evictions
 
-	tier     string              // the tier this Limiter decides under, or ""
-	lim      strategy.Limit      // the tier's Limit (Window 0: the strategy's own)
-	localLim strategy.Limit      // the tier's share under FailLocal
-	tiers    map[string]*Limiter // by name, built once
+	tier     string           // the tier this Limiter decides under, or ""
+	lim      strategy.Limit   // the tier's Limit (Window 0: the strategy's own)
+	localLim strategy.Limit   // the tier's share under FailLocal
+	tiers    map[string]*tier // by name, built once
 }
 
 // evictions counts the subjects a Limiter's in-process structures evicted.
@@ -262,31 +260,17 @@ func (e *evictions) take() int64 {
 	return e.unreported.Swap(0)
 }
 
-// Evicted returns how many subjects the limiter evicted from this process
-// since it was built, to keep within WithMaxSubjects (its twin or FailLocal
-// twin) and WithDenyCache. Redis strategies evict nothing: 0 unless one of
-// those is in use.
-func (l *Limiter) Evicted() uint64 { return l.ev.total.Load() }
-
 // New returns a Limiter for cfg that keeps its state in Redis through rdb (a
-// *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client). It
-// fails with a *FieldError naming the field when cfg is invalid.
+// *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client).
+//
+// With a nil rdb the Limiter keeps its state in this process only, in the
+// algorithm's in-process twin: each process enforces cfg on its own (for
+// tests, or a single instance). Its decisions never fail, so it has no
+// failure handling: OnFailure, Timeout, WithBreaker and WithDenyCache do
+// not apply.
+//
+// It fails with a *FieldError naming the field when cfg is invalid.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
-	}
-	return assemble(rdb, cfg, opts)
-}
-
-// NewLocal returns a Limiter for cfg whose state lives in this process only:
-// each process enforces cfg on its own. Its decisions never fail, so it has
-// no failure handling (OnFailure, Timeout and the breaker do not apply).
-func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
-	return assemble(nil, cfg, opts)
-}
-
-// assemble is New, or NewLocal when rdb is nil.
-func assemble(rdb redis.Scripter, cfg Config, opts []Option) (*Limiter, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
@@ -380,8 +364,13 @@ func (c Config) local() Config {
 // in-process twin when rdb is nil.
 func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.Strategy, error) {
 	so := []strategy.Option{strategy.WithClock(o.clock), strategy.WithOnEvict(ev.add)}
-	if o.maxSubjects > 0 {
-		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
+	if n := cfg.MaxSubjects; n != 0 {
+		if n < 0 {
+			return nil, newFieldError(strategy.ErrInvalidOption, "MaxSubjects", jsonName("MaxSubjects"), func(name func(string) string) string {
+				return fmt.Sprintf("%s must be >= 0 (0 means %d), got %d", name("MaxSubjects"), strategy.DefaultMaxSubjects, n)
+			})
+		}
+		so = append(so, strategy.WithMaxSubjects(n))
 	}
 	if cfg.Prefix != "" {
 		so = append(so, strategy.WithPrefix(cfg.Prefix))
@@ -394,7 +383,7 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	}
 	a := algorithms[cfg.Algorithm]
 	shards := func(text func(name func(string) string) string) error {
-		return newFieldError(strategy.ErrInvalidOption, "Shards", jsonName("Shards"), "", "", text)
+		return newFieldError(strategy.ErrInvalidOption, "Shards", jsonName("Shards"), text)
 	}
 	switch n := cfg.Shards; { // the messages capture n, so that cfg stays on the stack
 	case n < 0:
@@ -429,17 +418,17 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	return st, nil
 }
 
-// checkAlgorithm reports whether a names an algorithm (Algorithms, or
-// Multi); the error lists the names.
-func checkAlgorithm(a Algorithm) error {
+// checkAlgorithm reports whether a names an algorithm (strategy.Algorithms,
+// or Multi); the error lists the names.
+func checkAlgorithm(a strategy.Algorithm) error {
 	if _, ok := algorithms[a]; ok || a == Multi {
 		return nil
 	}
 	names := make([]string, 0, len(algorithms)+1)
-	for _, n := range append(Algorithms(), Multi) {
+	for _, n := range append(strategy.Algorithms(), Multi) {
 		names = append(names, fmt.Sprintf("%q", n))
 	}
-	return newFieldError(strategy.ErrInvalidOption, "Algorithm", jsonName("Algorithm"), "", "", func(name func(string) string) string {
+	return newFieldError(strategy.ErrInvalidOption, "Algorithm", jsonName("Algorithm"), func(name func(string) string) string {
 		return fmt.Sprintf("%s must be one of %s, got %s", name("Algorithm"), strings.Join(names, ", "), quote.Value(string(a)))
 	})
 }
@@ -487,24 +476,25 @@ func (c Config) candidate() (Config, error) {
 	}{
 		{"Name", cc.Name != ""}, {"Mode", cc.Mode != ""}, {"Tiers", len(cc.Tiers) != 0},
 		{"OnFailure", cc.OnFailure != ""}, {"LocalShare", cc.LocalShare != 0},
-		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
+		{"Timeout", cc.Timeout != 0}, {"MaxSubjects", cc.MaxSubjects != 0}, {"Candidate", cc.Candidate != nil},
 	} {
 		if f.set {
 			field := f.name
-			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+field, "candidate."+jsonName(field), "Candidate: ", "candidate: ",
+			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+field, "candidate."+jsonName(field),
 				func(name func(string) string) string {
-					return name(field) + " must be empty: a candidate is only an algorithm and its limit"
+					return name("Candidate") + ": " + name(field) + " must be empty: a candidate is only an algorithm and its limit"
 				})
 		}
 	}
 	if cc.Prefix == "" {
 		cc.Prefix = c.Prefix
 	}
+	cc.MaxSubjects = c.MaxSubjects // the policy's bound
 	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
 		a := c.Algorithm
-		return cc, newFieldError(strategy.ErrInvalidOption, "Candidate.Prefix", "candidate.prefix", "Candidate: ", "candidate: ",
+		return cc, newFieldError(strategy.ErrInvalidOption, "Candidate.Prefix", "candidate.prefix",
 			func(name func(string) string) string {
-				return fmt.Sprintf("%s must differ from the policy's when %s is the same (%q), or the two share keys", name("Prefix"), name("Algorithm"), a)
+				return fmt.Sprintf("%s: %s must differ from the policy's when %s is the same (%q), or the two share keys", name("Candidate"), name("Prefix"), name("Algorithm"), a)
 			})
 	}
 	return cc, nil
@@ -516,7 +506,7 @@ func (c Config) candidate() (Config, error) {
 func candidateError(err error) error {
 	wrapped := fmt.Errorf("%w (Candidate)", err)
 	if fe := asFieldError(err); fe != nil {
-		return fe.within("Candidate", wrapped, " (candidate)")
+		return fe.within("Candidate", wrapped, func(name func(string) string) string { return " (" + name("Candidate") + ")" })
 	}
 	return &FieldError{Field: "Candidate", JSON: jsonName("Candidate"), Err: wrapped}
 }
@@ -537,7 +527,7 @@ func (c *compareReport) report(ctx context.Context, n int64, _, candidate strate
 // buildMulti returns the multilimit strategy of a Multi cfg.
 func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.Strategy, error) {
 	invalid := func(field string, text func(name func(string) string) string) error {
-		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "", "", text)
+		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), text)
 	}
 	switch {
 	case cfg.Algorithm != Multi:
@@ -586,17 +576,18 @@ func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.
 func ruleError(err error) *FieldError {
 	fe := &FieldError{Field: "Rules", JSON: jsonName("Rules"), Err: err}
 	if inner := asFieldError(err); inner != nil {
-		fe.jsonMsg = inner.jsonMessage()
+		fe.sentinel, fe.text = inner.sentinel, inner.text
 	}
 	return fe
 }
 
-// Config returns the configuration the Limiter enforces. For a Limiter made
-// by Wrap, Limit, Window and Burst are the strategy's Limit().
+// Config returns the configuration the Limiter enforces, as given to New
+// (Name set by NewSet). For a Limiter made by Wrap, Limit, Window and Burst
+// are the strategy's Limit(). Its Tiers name the limiter's tiers.
 func (l *Limiter) Config() Config { return l.cfg }
 
-// Limit returns the limit the Limiter enforces: its strategy's, or its
-// tier's (see Tier). With it a Limiter is a strategy.Strategy itself.
+// Limit returns the limit the Limiter enforces: its strategy's. With it a
+// Limiter is a strategy.Strategy itself.
 func (l *Limiter) Limit() Limit {
 	if l.tier != "" {
 		return l.lim
@@ -605,9 +596,6 @@ func (l *Limiter) Limit() Limit {
 }
 
 var _ strategy.Strategy = (*Limiter)(nil)
-
-// Strategy returns the strategy that makes the decisions.
-func (l *Limiter) Strategy() strategy.Strategy { return l.st }
 
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {

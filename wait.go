@@ -88,7 +88,7 @@ func (l *Limiter) waitN(ctx context.Context, key string, n int64,
 		if err != nil || r.Allowed || n == 0 {
 			return r, err
 		}
-		if r.RetryAfter == Never {
+		if r.RetryAfter == strategy.Never {
 			return r, fmt.Errorf("%w: WaitN: n = %d exceeds the capacity %d, so it can never pass", strategy.ErrInvalidCost, n, r.Limit)
 		}
 		d := max(r.RetryAfter, 0)

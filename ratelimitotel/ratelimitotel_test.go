@@ -407,7 +407,7 @@ func TestGlobalProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "upload", Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Hour},
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "upload", Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Hour},
 		ratelimit.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
@@ -457,8 +457,9 @@ func TestConcurrentObserve(t *testing.T) {
 // Subjects evicted to keep a limiter within its bound are counted.
 func TestEvictions(t *testing.T) {
 	tel := newTelemetry(t)
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "ips", Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Hour},
-		ratelimit.WithMaxSubjects(8), ratelimit.WithObserver(tel.observer(t)))
+	var evicted evictionCount
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "ips", Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Hour, MaxSubjects: 8},
+		ratelimit.WithObserver(multiObserver{tel.observer(t), &evicted}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,8 +470,22 @@ func TestEvictions(t *testing.T) {
 	}
 	points := tel.collect(t)
 	got := value(t, points, ratelimitotel.MetricEvictions, map[string]string{"ratelimit.policy": "ips", "ratelimit.algorithm": "fixed_window"}).value
-	if want := float64(lim.Evicted()); got != want || want < 100-8 {
-		t.Fatalf("%s = %v, want %v (Limiter.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
+	if want := float64(evicted.n); got != want || want < 100-8 {
+		t.Fatalf("%s = %v, want %v (the sum of Decision.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
+	}
+}
+
+// evictionCount sums Decision.Evicted.
+type evictionCount struct{ n int64 }
+
+func (e *evictionCount) Observe(_ context.Context, d ratelimit.Decision) { e.n += d.Evicted }
+
+// multiObserver tells each of its observers.
+type multiObserver []ratelimit.Observer
+
+func (m multiObserver) Observe(ctx context.Context, d ratelimit.Decision) {
+	for _, o := range m {
+		o.Observe(ctx, d)
 	}
 }
 
@@ -478,7 +493,7 @@ func TestEvictions(t *testing.T) {
 // it let through apart from both allowed and denied decisions.
 func TestShadowDenials(t *testing.T) {
 	tel := newTelemetry(t)
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "trial", Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: ratelimit.ModeShadow},
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "trial", Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: "shadow"},
 		ratelimit.WithObserver(tel.observer(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -507,7 +522,7 @@ func TestCandidateAgreement(t *testing.T) {
 	tel := newTelemetry(t)
 	cfg := ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 3, Window: time.Hour,
 		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Hour}}
-	lim, err := ratelimit.NewLocal(cfg, ratelimit.WithObserver(tel.observer(t)))
+	lim, err := ratelimit.New(nil, cfg, ratelimit.WithObserver(tel.observer(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
