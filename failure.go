@@ -18,48 +18,25 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// FailurePolicy is what a Limiter built by New or Wrap decides when Redis
-// cannot: it is down, too slow (see Config.Timeout), refuses (maxmemory,
-// WRONGTYPE on a subject's key), or its circuit breaker is open (see
-// package breaker). Every such decision is a Result with Degraded set, and no
-// error, so that a call site that does not look at Degraded still gets the
-// policy its owner chose; the Observer sees the cause (Decision.Cause).
-//
-// The caller's own context is not Redis failing: when it is canceled, or
-// its deadline (sooner than Timeout) passes first, the decision returns
-// with an error wrapping ctx.Err() (context.DeadlineExceeded once the
-// clock reaches the deadline, even when Redis's i/o timeout at that
-// deadline arrives a moment before ctx reports it), never
-// strategy.ErrBackend; no policy applies, the breaker does not count it,
-// and the Observer sees it as Decision.Err, not as a degraded decision.
-//
-// The zero value "" means FailOpen: an outage of the limiter's store must
-// not become an outage of every service that imports it unless its owner
-// chose so. Choose FailClosed where an unenforced limit costs more than
-// refusing service (logins, password resets, paid APIs), and FailLocal to
-// keep an approximate limit per process. docs/failure.md says how to set
-// up the go-redis client so that a call abandoned at Timeout frees its
-// connection and is never re-sent.
+// FailurePolicy is what a Limiter on Redis decides when Redis cannot: it is
+// down, slower than Config.Timeout, refuses, or the breaker is open. Such a
+// decision is a Result with Degraded set and no error; the Observer sees
+// why (Decision.Cause). A caller's own canceled context or passed deadline
+// is not Redis failing: the call returns an error wrapping ctx.Err(), and
+// no policy applies. The zero value means FailOpen. docs/failure.md says
+// which to choose and how to set up the client.
 type FailurePolicy string
 
 // The failure policies.
 const (
-	// FailOpen allows the request, records nothing and reports it not
-	// enforced: Allowed true, Remaining the full capacity, Degraded true.
-	// A request whose cost exceeds the capacity, which Redis would deny
-	// whatever its state, is still denied with RetryAfter Never.
+	// FailOpen allows, unrecorded: Remaining is the capacity. A cost above
+	// the capacity is still denied, RetryAfter strategy.Never.
 	FailOpen FailurePolicy = "open"
-	// FailClosed denies the request: Allowed false, Remaining 0, RetryAfter
-	// (and ResetAfter) the time until Redis is next tried (the rest of the
-	// breaker's cool-down on the breaker's clock, or the whole cool-down),
-	// Degraded true.
+	// FailClosed denies: RetryAfter is the time until Redis is next tried.
 	FailClosed FailurePolicy = "closed"
-	// FailLocal decides with an in-process twin that enforces
-	// Config.LocalShare of Limit and Burst in this process alone, so that N
-	// processes sharing one Redis together allow about the limit
-	// (LocalShare = 1/N). The twin starts empty at the outage and frees its
-	// subjects within about a window after Redis is back; it holds at most
-	// Config.MaxSubjects subjects. Wrap takes the twin from WithFallback.
+	// FailLocal decides with an in-process twin enforcing
+	// Config.LocalShare of the limits (1/N for N processes); Wrap takes it
+	// from WithFallback.
 	FailLocal FailurePolicy = "local"
 )
 
@@ -206,50 +183,6 @@ func honours(st strategy.Strategy) bool {
 	return ok && h.HonoursContext()
 }
 
-// decide makes one decision (AllowN, or Peek when op is opPeek) and reports
-// it to the Observer.
-func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (Result, error) {
-	var start time.Time
-	if l.obs != nil {
-		start = time.Now()
-	}
-	var (
-		r   Result
-		err error
-		out outcome
-	)
-	switch {
-	case l.fail != nil:
-		r, out, err = l.guarded(ctx, op, key, n)
-	case l.tier != "":
-		c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.lim}
-		if op == opPeek {
-			c.Op = guard.Peek
-		}
-		r, err = guard.Do(ctx, l.st, c)
-	case op == opPeek:
-		r, err = l.st.Peek(ctx, key)
-	default:
-		r, err = l.st.AllowN(ctx, key, n)
-	}
-	if l.shadow && !r.Allowed && err == nil && op == opAllow && n > 0 {
-		r.Allowed, r.Shadow = true, true
-	}
-	if l.obs != nil {
-		l.report(ctx, op, n, r, err, out, start)
-	}
-	return r, err
-}
-
-// validate checks key and n, for the paths that do not reach a strategy
-// that checks them itself.
-func validate(key string, n int64) error {
-	if err := strategy.ValidateKey(key); err != nil {
-		return err
-	}
-	return strategy.ValidateCost(n)
-}
-
 // callerError reports whether err is the caller's: bad input (a key, a
 // cost, a per-call limit the strategy refuses, an operation it does not
 // offer), which a strategy reports before it touches Redis. Such an error
@@ -264,110 +197,11 @@ func callerError(err error) bool {
 		errors.Is(err, strategy.ErrInvalidLimit) || errors.Is(err, strategy.ErrInvalidOption)
 }
 
-// guarded is decide through the failure handling. Input is validated once:
-// by the strategy when it is this module's, here otherwise or when the
-// strategy is not called.
-func (l *Limiter) guarded(ctx context.Context, op, key string, n int64) (Result, outcome, error) {
-	f := l.fail
-	if !l.checked {
-		if err := validate(key, n); err != nil {
-			return Result{}, outcome{}, err
-		}
-	}
-	if op == opAllow && n == 0 {
-		op = opPeek // n = 0 behaves as Peek
-	}
-	// A caller that has given up gets its context's error, as from any Go
-	// call: that is not a failure of Redis, and no policy applies.
-	if err := guard.Ended(ctx, true); err != nil { // a deadline already past bounds any call
-		return Result{}, outcome{}, err
-	}
-	cache := f.deny != nil && op == opAllow
-	if cache && n <= strategy.MaxUnits { // only valid keys are ever cached
-		// with tiers, a denial under another tier's limit is not this one's
-		if r, ok := f.deny.Lookup(key, n); ok && (len(l.cfg.Tiers) == 0 || r.Limit == l.capacity) {
-			if f.cmp != nil {
-				f.shadow(ctx, key, n, l.lim, r)
-			}
-			return r, outcome{cached: true}, nil
-		}
-	}
-	ok, probe := f.breaker.Allow()
-	if !ok {
-		if l.checked { // not validated above, and the strategy is not called
-			if err := validate(key, n); err != nil {
-				return Result{}, outcome{}, err
-			}
-		}
-		return l.degrade(ctx, op, key, n), outcome{degraded: true, cause: errBreakerOpen}, nil
-	}
-	var gen uint64
-	var sent int64
-	if cache {
-		gen, sent = f.deny.Begin()
-	}
-	c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.lim}
-	if op == opPeek {
-		c.Op = guard.Peek
-	}
-	r, err := f.guard.Call(ctx, l.st, c)
-	if err != nil && callerError(err) {
-		f.breaker.Record(probe, breaker.Answered)
-		return Result{}, outcome{}, err
-	}
-	f.breaker.Record(probe, classify(ctx, err))
-	if err != nil && guard.IsEnded(err) {
-		// the caller's own deadline or cancellation ended the wait
-		return Result{}, outcome{}, err
-	}
-	if err != nil {
-		return l.degrade(ctx, op, key, n), outcome{degraded: true, cause: err}, nil
-	}
-	if cache && !r.Allowed {
-		f.deny.Put(key, n, r, gen, sent)
-	}
-	return r, outcome{}, nil
-}
-
-// shadow has the candidate decide a request whose denial the cache
-// answered (see compare.Limiter.CompareN), within the Limiter's Timeout as
-// the request would have been had it reached Redis.
-func (f *failure) shadow(ctx context.Context, key string, n int64, lim strategy.Limit, r Result) {
-	ctx, cancel := context.WithTimeout(ctx, f.guard.Timeout())
-	f.cmp.CompareN(ctx, key, n, lim, r)
-	cancel()
-}
-
-func (f *failure) reset(ctx context.Context, st strategy.Strategy, key string) error {
-	if err := strategy.ValidateKey(key); err != nil {
-		return err
-	}
-	if f.local != nil {
-		f.local.Reset(context.WithoutCancel(ctx), key)
-	}
-	if f.deny != nil {
-		f.deny.Invalidate(key)
-		// and again once Redis has forgotten the subject, for denials that
-		// Redis made before the reset but that arrive after the first call
-		defer f.deny.Invalidate(key)
-	}
-	ok, probe := f.breaker.Allow()
-	if !ok {
-		return errBreakerOpen
-	}
-	_, err := f.guard.Call(ctx, st, guard.Call{Op: guard.Reset, Key: key})
-	f.breaker.Record(probe, classify(ctx, err))
-	return err
-}
-
-// degrade makes the decision of the failure policy.
-func (l *Limiter) degrade(ctx context.Context, op, key string, n int64) Result {
-	f, capacity := l.fail, l.capacity
+// degrade makes the decision c (Allow or Peek) by the failure policy.
+func (l *Limiter) degrade(ctx context.Context, c guard.Call) Result {
+	f, capacity, n := l.fail, l.capacity, c.N
 	if f.policy == FailLocal {
-		c := guard.Call{Op: guard.Allow, Key: key, N: n, Lim: l.localLim}
-		if op == opPeek {
-			c.Op = guard.Peek
-		}
+		c.Lim = l.localLim
 		r, err := guard.Do(context.WithoutCancel(ctx), f.local, c)
 		if err == nil {
 			if r.RetryAfter == strategy.Never && max(n, 1) <= capacity {

@@ -11,24 +11,17 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// FieldError is an invalid Config field, or an invalid policy. New, Wrap,
-// NewSet, Set.Update and Policies.UnmarshalJSON return it, so that
-// errors.As finds the field; it wraps the sentinel (strategy.ErrInvalidLimit,
-// strategy.ErrInvalidOption), so errors.Is works too.
-//
-// An error of a Config given to New or Wrap names Go fields ("ratelimit:
-// invalid limit: Window must be > 0, got 0s"). One of a policy (NewSet,
-// Update) says which, and the JSON path of the field: `ratelimit: policy
-// "login": field "window": invalid limit: Window must be > 0, got 0s`. One
-// of a policy document (UnmarshalJSON) names JSON fields throughout:
-// `ratelimit: policy "login": field "window": invalid option: want a
-// duration string like "1m" or "1h30m", got "1 minute"`. Names and values
-// longer than 32 bytes are quoted up to their 32nd byte, then "...".
+// FieldError is an invalid Config field or policy; errors.As finds it in
+// the errors of New, Wrap, NewSet, Set.Update and Policies.UnmarshalJSON,
+// and it wraps the sentinel (strategy.ErrInvalidLimit...). A Config's error
+// names Go fields ("ratelimit: invalid limit: Window must be > 0, got 0s");
+// a policy's names it and the JSON path (`ratelimit: policy "login": field
+// "window": ...`), in JSON terms when it comes from a document.
 type FieldError struct {
-	Policy string // the policy's name, or "" for a Config given to New or Wrap
-	Field  string // the field's Go path: "Window", "Tiers.pro.Limit", "Candidate.Window"; "" when the error is the policy's as a whole (its name, a repeat)
-	JSON   string // its path in a policy document: "window", "tiers.pro.limit", "candidate.window", "rules[1].window"
-	Err    error  // what is wrong with it
+	Policy string // the policy's name; "" for New and Wrap
+	Field  string // the Go path: "Tiers.pro.Limit"; "" for the policy as a whole
+	JSON   string // the JSON path: "tiers.pro.limit", "rules[1].window"
+	Err    error  // what is wrong
 
 	sentinel error                                 // with text: the sentinel Err wraps
 	text     func(name func(string) string) string // the message after the sentinel's, with the field names given; nil: Err's message

@@ -17,33 +17,15 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// Policies names the limiters of a service, one per endpoint or kind of
-// request: "login" -> sliding_log 5/1m, "search" -> token_bucket 100/1s
-// burst 200. Swapping an endpoint's algorithm is a change to its Config.
+// Policies names the limiters of a service, one per endpoint: at most
+// 1,024, each name 1 to 64 ASCII letters, digits, '_', '-' or '.'. A
+// Config's Name must be empty or its policy's. In JSON, a policy is an
+// object of Config's fields under their JSON names (see Config), durations
+// as Go duration strings:
 //
-// A policy name is 1 to 64 ASCII letters, digits, '_', '-' or '.', so that it
-// can appear as is in Redis keys, HTTP headers and metric attributes. Each
-// Config's Name must be empty or equal to its policy name; NewSet sets it.
-// A Policies holds at most 1,024 policies (far above one Limiter per
-// endpoint of any real service).
-//
-// In JSON (json.Unmarshal into a Policies) it is an object of policy names
-// to objects with the fields of Config under the JSON names that Config's
-// field comments give: "algorithm", "limit" and "window" (required),
-// "burst", "shards", "prefix", "rules" (with "algorithm": "multi", and
-// then instead of "limit" and "window": an array of {"algorithm", "limit",
-// "window"}), "candidate" (a policy object of the algorithm fields),
-// "mode", "tiers" (an object of tier names to {"limit": n, "burst": n}),
-// "on_failure", "local_share", "timeout" and "max_subjects". Durations are
-// Go duration strings such as "1m", "1h30m" or "250ms":
-//
-//	{
-//	  "login":  {"algorithm": "sliding_log", "limit": 5, "window": "1m", "on_failure": "closed"},
-//	  "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200,
-//	             "tiers": {"pro": {"limit": 1000, "burst": 2000}}},
-//	  "export": {"algorithm": "fixed_window", "limit": 10, "window": "1h", "mode": "shadow"},
-//	  "upload": {"algorithm": "sliding_counter", "limit": 1000, "window": "1h"}
-//	}
+//	{"login":  {"algorithm": "sliding_log", "limit": 5, "window": "1m", "on_failure": "closed"},
+//	 "search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200,
+//	            "tiers": {"pro": {"limit": 1000, "burst": 2000}}}}
 type Policies map[string]Config
 
 // Bounds of a policy document. A document is configuration, but it may come
@@ -181,27 +163,18 @@ func (p Policies) validate() error {
 	return nil
 }
 
-// Set holds one Limiter per policy. It is safe for concurrent use; Update
-// replaces its policies atomically (see Update).
+// Set holds one Limiter per policy; it is safe for concurrent use.
 type Set struct {
 	state atomic.Pointer[setState]
 	mk    func(Config, ...Option) (*Limiter, error) // New, with the Set's client and options
 	mu    sync.Mutex                                // serializes Update
 }
 
-// NewSet builds a Limiter for every policy, as New does: on Redis through
-// rdb, or in this process when rdb is nil. Each Limiter's Config has Name
-// set to its policy's name and its own key namespace, Prefix + name + ":"
-// (Prefix defaults to "rl:"), so two policies never share keys and policy
-// "login" keeps its keys under "rl:login:". A policy's candidate
-// (Config.Candidate) is scoped by the same rule, Candidate.Prefix + name +
-// ":" (Candidate.Prefix defaults to Prefix), so a candidate's keys are its
-// own policy's too: two policies' candidates never share keys, and
-// promoting a candidate with Update, to a Config equal to the candidate's
-// (its Prefix included), keeps the state it built. Namespaces that would
-// meet anyway ("rl:a" + "b" and "rl:" + "ab") are refused. opts apply to
-// every Limiter, and to those Update builds. It fails with a *FieldError
-// naming the policy and the field when one is invalid.
+// NewSet builds a Limiter for every policy, as New does (in this process
+// when rdb is nil), with opts, which Update uses too. Each Limiter's Config
+// has Name set and Prefix scoped to its policy: Prefix (default "rl:") +
+// name + ":", a candidate's likewise, so no two policies share keys. It
+// fails with a *FieldError naming the policy and the field.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	s := &Set{mk: func(c Config, extra ...Option) (*Limiter, error) {
 		return New(rdb, c, append(slices.Clone(opts), extra...)...)
@@ -215,9 +188,8 @@ func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 }
 
 // Get returns the Limiter of the named policy, or an error wrapping
-// strategy.ErrInvalidOption that lists the policies there are. It reads the
-// policies in force (see Update) without locking: call it per decision
-// rather than keeping the Limiter, so that a reload reaches the caller.
+// strategy.ErrInvalidOption that lists the policies. It does not lock:
+// call it per decision, so that a reload reaches the caller.
 func (s *Set) Get(name string) (*Limiter, error) {
 	st := s.state.Load()
 	if l, ok := st.limiters[name]; ok {
@@ -230,16 +202,10 @@ func (s *Set) Get(name string) (*Limiter, error) {
 	return nil, fmt.Errorf("%w: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
-// UnmarshalJSON decodes and validates a policy document (the format is in
-// the Policies doc), so that json.Unmarshal reads Policies, alone or as a
-// field of a larger configuration. It replaces *p. Field names are
-// lowercase and exact; a document above 1 MiB or of more than 1,024
-// policies is refused before it is decoded. An unknown or repeated field
-// or policy, a null, a value of the wrong type, an unknown algorithm or an
-// out-of-range value is a *FieldError that names the policy and the
-// field's JSON path, in JSON terms; a document that is not one JSON object
-// is an error wrapping strategy.ErrInvalidOption (json.Unmarshal reports
-// malformed JSON itself, as a *json.SyntaxError, before calling this).
+// UnmarshalJSON decodes and validates a policy document of at most 1 MiB.
+// An unknown, repeated, null or mistyped field, a bad policy or a bad value
+// is a *FieldError naming the policy and the field's JSON path in JSON
+// terms; json.Unmarshal reports malformed JSON itself.
 func (p *Policies) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		*p = nil
@@ -270,8 +236,7 @@ func (p *Policies) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON encodes the policies in the format UnmarshalJSON reads, with
-// durations as Go duration strings ("1m0s"), omitting zero fields.
+// MarshalJSON encodes the policies as UnmarshalJSON reads them.
 func (p Policies) MarshalJSON() ([]byte, error) {
 	docs := make(map[string]*policyDoc, len(p))
 	for name, c := range p {

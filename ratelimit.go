@@ -1,37 +1,20 @@
 // Package ratelimit limits how often users, API keys or IPs may act, across
 // many servers, through Redis.
 //
-// Build one Limiter per endpoint from a Config that names an algorithm,
-// then ask it before each request:
-//
 //	l, err := ratelimit.New(rdb, ratelimit.Config{
 //		Algorithm: ratelimit.SlidingLog, Limit: 100, Window: time.Minute,
 //	})
 //	r, err := l.Allow(ctx, "user:42")
 //	if !r.Allowed { /* 429, retry after r.RetryAfter */ }
 //
-// There are three constructors: New from a Config (with a nil client, the
-// Limiter keeps its state in this process), Wrap for any strategy.Strategy
-// (sharded, multilimit, your own), and NewSet for named Policies, usually
-// decoded from JSON with json.Unmarshal.
-//
-// The algorithms trade exactness for memory (see docs/strategies.md): the
-// sliding log and compact log are exact, the others store one or two
-// integers per subject. Each lives in a package of its own, with an
-// in-process twin; package strategy holds their contract.
-//
-// What a Limiter adds around a strategy:
-//   - a failure policy for when Redis is down or slow (FailurePolicy,
-//     Config.Timeout, package breaker): open, closed, or a local twin;
-//   - a cache of denials that saves round trips (WithDenyCache);
-//   - an Observer told of every decision (package ratelimitotel);
-//   - Wait, which blocks until a request may pass;
-//   - changes on live traffic: shadow mode (Config.Mode), per-subject
-//     limits (Config.Tiers and Tier, which fails for an unknown tier),
-//     refunds (RefundN), reloads (Set.Update).
-//
-// Package httplimit is HTTP middleware over a Limiter; package batch shares
-// Redis pipelines among concurrent decisions. A Limiter is safe for
+// New builds a Limiter from a Config (with a nil client, in this process
+// only), Wrap from any strategy.Strategy, NewSet one per named policy of a
+// Policies, which json.Unmarshal reads. Around its strategy a Limiter adds a
+// failure policy for when Redis fails (FailurePolicy, package breaker), a
+// denial cache (WithDenyCache), an Observer (package ratelimitotel), Wait,
+// shadow mode, tiers (Tier, which fails for an unknown name), refunds and
+// reloads (Set.Update). The algorithms, their packages and their costs are
+// in docs/strategies.md; the other topics in docs/. A Limiter is safe for
 // concurrent use.
 package ratelimit
 
@@ -52,6 +35,7 @@ import (
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/fielderr"
+	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/sharded"
@@ -61,44 +45,23 @@ import (
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
-// Result is the outcome of one decision: Allowed, Remaining (units left),
-// RetryAfter (the wait before the same request can pass) and ResetAfter (the
-// time until the subject is back to full capacity). See strategy.Result.
+// Result is the outcome of one decision (see strategy.Result).
 type Result = strategy.Result
 
-// Limit is what a strategy enforces: Limit units per Window, with Burst the
-// capacity of the token bucket and GCRA (0 means Limit); Config.Tiers holds
-// them. See strategy.Limit.
+// Limit is Limit units per Window, and a Burst (see strategy.Limit).
 type Limit = strategy.Limit
 
-// The algorithms a Config can name (strategy.Algorithm values; "multi" is
-// the facade's own).
+// The algorithms a Config can name, each in a package of its own
+// (slidinglog, compactlog...); docs/strategies.md compares them.
 const (
-	// SlidingLog is exact: a sorted set of every request in the window.
-	// Memory grows with the requests in the window. Package slidinglog.
-	SlidingLog = strategy.SlidingLog
-	// CompactLog makes the sliding log's exact decisions from one compact
-	// string per subject: 1 to 6 bytes per unit in the window (2 for
-	// windows up to 65.5 s), Limit at most compactlog.MaxLimit. Package
-	// compactlog.
-	CompactLog = strategy.CompactLog
-	// FixedWindow counts units per window aligned to multiples of Window
-	// since the epoch: one integer per subject, but up to twice the limit
-	// across a window boundary. Package fixedwindow.
-	FixedWindow = strategy.FixedWindow
-	// TokenBucket holds up to Burst (default Limit) tokens refilled at Limit
-	// per Window, exactly: one small hash per subject. Package tokenbucket.
-	TokenBucket = strategy.TokenBucket
-	// GCRA is the generic cell rate algorithm: the token bucket's decisions
-	// from one stored instant per subject. Package gcra.
-	GCRA = strategy.GCRA
-	// SlidingCounter approximates the sliding window from the current and
-	// previous fixed windows' counts, interpolated: one integer per subject,
-	// at most about twice the limit in the worst sliding window, the limit
-	// in every aligned one. Package slidingcounter.
-	SlidingCounter = strategy.SlidingCounter
-	// Multi enforces Config.Rules together, all or nothing: several limits
-	// on one subject (10 a second and 1,000 an hour). Package multilimit.
+	SlidingLog     = strategy.SlidingLog     // exact; a sorted set of the units in the window
+	CompactLog     = strategy.CompactLog     // exact; 1 to 6 bytes per unit in the window, Limit at most compactlog.MaxLimit
+	FixedWindow    = strategy.FixedWindow    // one counter per aligned window; up to twice the limit across a boundary
+	TokenBucket    = strategy.TokenBucket    // Burst tokens refilled at Limit per Window; one small hash
+	GCRA           = strategy.GCRA           // the token bucket's decisions from one stored instant
+	SlidingCounter = strategy.SlidingCounter // two windows' counts, interpolated; at most about twice the limit
+	// Multi enforces Config.Rules together, all or nothing (package
+	// multilimit).
 	Multi strategy.Algorithm = "multi"
 )
 
@@ -131,81 +94,45 @@ var algorithms = map[strategy.Algorithm]algorithm{
 	GCRA:           pair(gcra.New, gcra.NewLocal),
 }
 
-// Config describes one limiter. The zero Config is invalid: Algorithm,
-// Limit and Window are required (New). Wrap takes only the name, the mode,
-// the tiers and the failure handling from it. In a policy document
-// (Policies) each field has the JSON name given below.
+// Config describes one limiter. Algorithm, Limit and Window are required
+// by New; Wrap takes only Name, Mode, Tiers, OnFailure and Timeout. The
+// strings after the field names are their names in a policy document
+// (Policies). docs/changing-limits.md says more of Candidate, Mode and
+// Tiers; docs/failure.md of the failure fields; docs/bounds.md of the bounds.
 type Config struct {
-	Name      string             // the policy's name, for telemetry and headers (e.g. "login"); optional; in JSON, the policy's key
-	Algorithm strategy.Algorithm // "algorithm": SlidingLog, CompactLog, FixedWindow, TokenBucket, GCRA, SlidingCounter or Multi
+	Name      string             // the policy's name, for telemetry and headers; in a Set, its policy's
+	Algorithm strategy.Algorithm // "algorithm": one of the constants above
 	Limit     int64              // "limit": units allowed per Window; >= 0
 	Window    time.Duration      // "window": > 0, whole milliseconds
 	Burst     int64              // "burst": token bucket and GCRA capacity; 0 means Limit
-	Shards    int                // "shards": > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
+	Shards    int                // "shards": > 1 spreads each subject over Shards keys (at most sharded.MaxShards)
 	Prefix    string             // "prefix": key namespace; default "rl:"
-	Rules     []multilimit.Rule  // "rules": Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
+	Rules     []multilimit.Rule  // "rules": Multi's rules; Limit, Window, Burst and Shards are then 0
 
-	// MaxSubjects ("max_subjects") bounds the subjects the limiter holds
-	// in this process: its twin when built in process (New with a nil
-	// client), its FailLocal twin otherwise; 0 means
-	// strategy.DefaultMaxSubjects (1,048,576); it must be >= 0. The
-	// denial cache has its own bound (WithDenyCache). When the bound is
-	// reached, a new subject evicts the least recently used one of the
-	// 1/64 of subjects that share its stripe, in O(1), counted in
-	// Decision.Evicted. An evicted subject starts fresh, with its full
-	// capacity, on its next request, so size the bound well above the
-	// subjects active within one window: then only an abusive rotation of
-	// keys evicts. Idle subjects are freed within about one window
-	// whatever the bound. Subjects in Redis are not bounded by it: each
-	// has a TTL. A candidate shares its policy's bound.
+	// MaxSubjects ("max_subjects") bounds the subjects held in this
+	// process by an in-process Limiter's twin or the FailLocal twin; 0
+	// means strategy.DefaultMaxSubjects. Beyond it the least recently used
+	// subject of a stripe is evicted (Decision.Evicted) and starts afresh.
 	MaxSubjects int
 
-	// Candidate ("candidate") is another algorithm (or limit) to try beside this one on
-	// the same traffic, in shadow: every allowed or denied request (a
-	// denial from WithDenyCache's cache included) is also decided by the
-	// candidate on its own keys, its decision never reaching the caller,
-	// and the Observer gets each agreement outcome (Decision Op
-	// "compare"). Only its strategy fields count (Algorithm, Limit,
-	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
-	// Config's, so that promoting it (a Config like the candidate, in Set.
-	// Update) keeps the state it built. A candidate of this Config's own
-	// algorithm needs a Prefix of its own, or the two would share keys. In
-	// a Set, its Prefix is scoped as the policy's is (see NewSet): policy
-	// "api" with candidate Prefix "x:" keeps the candidate's keys under
-	// "x:api:", so a candidate never writes another policy's keys, and
-	// the promoted Config, with Prefix "x:", reads them. See package
-	// compare.
+	// Candidate ("candidate") is an algorithm or limit tried in shadow
+	// beside this one on the same traffic, on its own keys (Prefix
+	// defaults to this Config's); the Observer gets each agreement
+	// (Decision.Op "compare"). Only its strategy fields may be set.
 	Candidate *Config
 
-	// Mode ("mode") is "enforce" (the default, "") or "shadow". In
-	// shadow mode a Limiter decides and records as enforcement would, but
-	// lets every request through: a denial comes back with Allowed true
-	// and Result.Shadow set, its other fields those of the denial; the
-	// Observer sees it (ratelimitotel counts shadow denials apart), and
-	// httplimit sends the headers but never 429. Use it to try a new
-	// limit on live traffic before enforcing it.
+	// Mode ("mode") is "enforce" (the default, "") or "shadow": decide and
+	// record, but let every request through, a denial marked
+	// Result.Shadow.
 	Mode string
-	// Tiers ("tiers", an object of names to {"limit", "burst"}) are other
-	// limits for some subjects (free, pro...), by name: Limiter.Tier(name)
-	// decides under one. Each has Limit and Burst; its Window must be 0 or
-	// Config's, and the algorithm must accept it as its own limit (compact
-	// log: at most compactlog.MaxLimit; see strategy.LimitValidator), or
-	// building the Limiter fails naming the tier. See Limiter.Tier for
-	// what a subject keeps when its tier changes. At most 64 tiers, named
-	// as policies are (see Policies).
+	// Tiers ("tiers": {"pro": {"limit", "burst"}}) are other limits for
+	// some subjects, at most 64: see Limiter.Tier. A tier's Window is 0 or
+	// Config's.
 	Tiers map[string]Limit
 
-	// When Redis fails (New with a client, and Wrap; see FailurePolicy
-	// and package breaker):
-	OnFailure  FailurePolicy // "on_failure": FailOpen (the default, ""), FailClosed or FailLocal
-	LocalShare float64       // "local_share": FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1 (New only)
-	// Timeout ("timeout") is the longest wait on Redis per call, at most
-	// one minute; 0 means 250ms: room for dialing a new connection or a
-	// GC pause, well above a healthy Redis's sub-millisecond answer. A
-	// hung Redis adds it to the few requests that find the breaker closed
-	// or probing; services with a tight latency budget set a shorter
-	// Timeout. The caller's ctx deadline wins when sooner.
-	Timeout time.Duration
+	OnFailure  FailurePolicy // "on_failure": when Redis fails: FailOpen (the default, ""), FailClosed or FailLocal
+	LocalShare float64       // "local_share": FailLocal's share of the limits per process, in [0, 1]; 0 means 1
+	Timeout    time.Duration // "timeout": the longest wait on Redis per call, at most 1m; 0 means 250ms
 }
 
 // The modes of Config.Mode.
@@ -222,8 +149,7 @@ func (c Config) limit() strategy.Limit {
 	return strategy.Limit{Limit: c.Limit, Window: c.Window, Burst: c.Burst}
 }
 
-// Limiter enforces one strategy, with the failure handling, denial cache
-// and Observer its Config and options set. It is safe for concurrent use.
+// Limiter enforces one strategy; it is safe for concurrent use.
 type Limiter struct {
 	cfg      Config
 	st       strategy.Strategy
@@ -260,16 +186,11 @@ func (e *evictions) take() int64 {
 	return e.unreported.Swap(0)
 }
 
-// New returns a Limiter for cfg that keeps its state in Redis through rdb (a
-// *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client).
-//
-// With a nil rdb the Limiter keeps its state in this process only, in the
-// algorithm's in-process twin: each process enforces cfg on its own (for
-// tests, or a single instance). Its decisions never fail, so it has no
-// failure handling: OnFailure, Timeout, WithBreaker and WithDenyCache do
-// not apply.
-//
-// It fails with a *FieldError naming the field when cfg is invalid.
+// New returns a Limiter for cfg on Redis through rdb (a *redis.Client,
+// *redis.ClusterClient, *redis.Ring or batch.Client). With a nil rdb it
+// keeps its state in this process only (the algorithm's in-process twin),
+// without failure handling: its decisions never fail. It fails with a
+// *FieldError naming the field when cfg is invalid.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	o, err := apply(opts)
 	if err != nil {
@@ -310,17 +231,12 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	return l, nil
 }
 
-// Wrap returns a Limiter that enforces st, any strategy.Strategy (one of
-// this module's, sharded, multilimit or your own), with the features New
-// gives: the failure policy, Timeout and breaker, the denial cache, the
-// Observer, Wait. From cfg it takes Name, Mode, Tiers, OnFailure and
-// Timeout; the fields that describe a strategy to build (Algorithm, Limit,
-// Window, Burst, Shards, Prefix, Rules, LocalShare) must be zero. FailLocal
-// needs WithFallback.
-//
-// st is called on the caller's goroutine when it implements
-// strategy.ContextHonourer and says so; otherwise on a worker goroutine, so
-// that Timeout holds whatever st does.
+// Wrap returns a Limiter that enforces st (sharded, multilimit, your own
+// strategy) with what New adds around a strategy. Of cfg it takes Name,
+// Mode, Tiers, OnFailure and Timeout; the others must be zero, and
+// FailLocal needs WithFallback. st is called on the caller's goroutine when
+// it says it honours its context (strategy.ContextHonourer), on a worker
+// goroutine otherwise, so that Timeout holds.
 func Wrap(st strategy.Strategy, cfg Config, opts ...Option) (*Limiter, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: Wrap: strategy is nil", strategy.ErrInvalidOption)
@@ -520,7 +436,7 @@ func (c *compareReport) report(ctx context.Context, n int64, _, candidate strate
 	if l == nil || l.obs == nil {
 		return
 	}
-	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: opCompare,
+	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: guard.Compare.String(),
 		N: n, Result: candidate, Agreement: o.String(), Start: time.Now()})
 }
 
@@ -581,13 +497,11 @@ func ruleError(err error) *FieldError {
 	return fe
 }
 
-// Config returns the configuration the Limiter enforces, as given to New
-// (Name set by NewSet). For a Limiter made by Wrap, Limit, Window and Burst
-// are the strategy's Limit(). Its Tiers name the limiter's tiers.
+// Config returns the Config the Limiter enforces (scoped by NewSet; for
+// Wrap, Limit, Window and Burst are the strategy's).
 func (l *Limiter) Config() Config { return l.cfg }
 
-// Limit returns the limit the Limiter enforces: its strategy's. With it a
-// Limiter is a strategy.Strategy itself.
+// Limit returns the strategy's limit, so that a Limiter is a Strategy too.
 func (l *Limiter) Limit() Limit {
 	if l.tier != "" {
 		return l.lim
@@ -603,37 +517,21 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 }
 
 // AllowN decides whether key may spend n units now and records them only if
-// allowed. A denial is a Result with Allowed false, not an error. The error
-// is non-nil only for invalid input (an empty or too long key, n < 0 or too
-// large) or a caller's ctx that ended: when Redis fails or is too slow, the
-// failure policy decides and the Result has Degraded set (see FailurePolicy).
+// allowed. A denial is a Result, not an error: the error is for invalid
+// input or a caller's ended ctx; when Redis fails, the FailurePolicy decides.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
-	return l.decide(ctx, opAllow, key, n)
+	return l.decide(ctx, guard.Call{Op: guard.Allow, Key: key, N: n})
 }
 
 // Peek reports key's state now and consumes nothing. Failures are handled
 // as in AllowN.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	return l.decide(ctx, opPeek, key, 0)
+	return l.decide(ctx, guard.Call{Op: guard.Peek, Key: key})
 }
 
-// Reset forgets key, in Redis and in this process (denial cache, FailLocal
-// twin). Unlike a decision it has no failure policy: when Redis fails, or
-// the breaker is open, it returns an error wrapping strategy.ErrBackend;
-// when ctx ends first, an error wrapping ctx.Err() (see FailurePolicy).
+// Reset forgets key, in Redis and in this process. It has no failure
+// policy: when Redis fails it returns an error wrapping strategy.ErrBackend.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	var start time.Time
-	if l.obs != nil {
-		start = time.Now()
-	}
-	var err error
-	if l.fail == nil {
-		err = l.st.Reset(ctx, key)
-	} else {
-		err = l.fail.reset(ctx, l.st, key)
-	}
-	if l.obs != nil {
-		l.report(ctx, opReset, 0, Result{}, err, outcome{}, start)
-	}
+	_, err := l.decide(ctx, guard.Call{Op: guard.Reset, Key: key})
 	return err
 }

@@ -18,34 +18,11 @@ type setState struct {
 	names    []string            // sorted
 }
 
-// Update replaces the Set's policies with p, atomically. It validates p and
-// builds every Limiter it needs first: on any error the Set is left as it
-// was, and the error is a *FieldError naming the policy and, where it can
-// tell, the field at fault. To reload from a policy document, decode it with
-// json.Unmarshal into a Policies first: a document that does not decode
-// changes nothing either. Then one atomic swap:
-//
-//   - a policy whose Config is unchanged (once Name and Prefix are filled
-//     in as NewSet fills them) keeps its Limiter, and so the state that
-//     Limiter holds in this process: an in-process Set's twin, a FailLocal
-//     twin, the denial cache, the circuit breaker;
-//   - a changed policy gets a new Limiter. On Redis it works on the same
-//     keys, so its subjects keep the units they spent unless the algorithm
-//     or the prefix changed (each algorithm has keys of its own, so a swap
-//     starts its subjects empty, without WRONGTYPE); in process it starts
-//     empty;
-//   - a removed policy is gone: Get returns an error naming it.
-//
-// Decisions in flight, and every Limiter obtained from Get before the swap,
-// finish under the old policies: a Limiter is never changed, only replaced
-// in the Set. Call Get per decision (it is one atomic load and a map
-// lookup) to follow reloads; httplimit.NewForPolicy does. A Limiter no
-// longer in the Set holds no goroutine, and is garbage collected with its
-// in-process state once no caller holds it (the sweep timers of its
-// in-process stores hold them weakly).
-//
-// Update uses the client and options the Set was built with. Concurrent
-// Updates are serialized; Update is safe to call while decisions run.
+// Update replaces the Set's policies with p, atomically, or on any error (a
+// *FieldError) leaves them as they were. An unchanged policy keeps its
+// Limiter and its in-process state; a changed one gets a new Limiter on the
+// same keys; Limiters obtained before finish under the old policies. It is
+// safe to call while decisions run.
 func (s *Set) Update(p Policies) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

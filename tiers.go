@@ -125,26 +125,15 @@ func tierError(sentinel error, name, field string, text func(name func(string) s
 		func(n func(string) string) string { return n("Tiers") + ": tier " + quote.Value(name) + ": " + text(n) })
 }
 
-// Tier returns the strategy that decides under the limit of the named tier
-// (Config.Tiers), with the Limiter's strategy, keys, failure handling,
-// shadow mode and Observer: a subject's usage is the same whichever tier it
-// is decided under. Its AllowN, Peek, Reset and RefundN (it implements
-// strategy.Refunder) behave as the Limiter's, under the tier's limit, which
-// its Limit returns. Tier does not allocate, so it can be called for each
-// request:
+// Tier returns the strategy (a strategy.Refunder too) that decides under
+// the named tier's limit (Config.Tiers) with the Limiter's keys, failure
+// handling and Observer, without allocating. An unknown name is an error
+// wrapping strategy.ErrInvalidOption; to fall back to the own limit:
 //
 //	st, err := l.Tier(user.Plan)
-//	if err != nil { // not a tier of l: the default limit
+//	if err != nil {
 //		st = l
 //	}
-//	r, err := st.AllowN(ctx, user.ID, 1)
-//
-// When a subject's tier changes mid-window it keeps what it used: an
-// upgrade gives the new headroom at once, and a downgrade below what it
-// used denies until enough leaves the window (the algorithm packages say
-// exactly how, for the token bucket and GCRA too). A name that is not one
-// of Config().Tiers returns an error wrapping strategy.ErrInvalidOption
-// that names it and lists the tiers there are, as Set.Get does.
 func (l *Limiter) Tier(name string) (strategy.Strategy, error) {
 	if t, ok := l.tiers[name]; ok {
 		return t, nil
