@@ -15,7 +15,7 @@ import (
 )
 
 // candidateBackend is where a test's Set keeps its state: rdb nil means in
-// process (NewLocalSet); base is the key namespace the test's policies
+// process (NewSet with a nil client); base is the key namespace the test's policies
 // use, unique to the test on the shared real Redis.
 type candidateBackend struct {
 	name string

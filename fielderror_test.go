@@ -62,7 +62,7 @@ func TestFieldErrorNamesTheField(t *testing.T) {
 			err = validate(ratelimit.Policies{"p": c.cfg})
 			var pe *ratelimit.FieldError
 			if !errors.As(err, &pe) || pe.JSON != c.json || pe.Policy != "p" || !errors.As(err, &fe) || fe.Field != c.field {
-				t.Errorf("Validate: err = %v; want a *PolicyError of field %q holding a *FieldError of %s", err, c.json, c.field)
+				t.Errorf("Validate: err = %v; want a *FieldError of field %q holding a *FieldError of %s", err, c.json, c.field)
 			}
 			if !strings.Contains(err.Error(), c.says) {
 				t.Errorf("Validate: err = %q; want it to say %q (Go names)", err, c.says)
@@ -91,7 +91,7 @@ func TestPoliciesRoundTrip(t *testing.T) {
 	}
 	got, err := parsePolicies(b)
 	if err != nil {
-		t.Fatalf("ParsePolicies(%s): %v", b, err)
+		t.Fatalf("UnmarshalJSON(%s): %v", b, err)
 	}
 	if !reflect.DeepEqual(got, p) {
 		t.Errorf("round trip through %s = %+v; want %+v", b, got, p)

@@ -36,7 +36,7 @@ func TestParsePoliciesEveryAlgorithm(t *testing.T) {
 					OnFailure: ratelimit.FailLocal, LocalShare: 0.25, Timeout: 250 * time.Millisecond},
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("ParsePolicies =\n%+v\nwant\n%+v", got, want)
+				t.Fatalf("UnmarshalJSON =\n%+v\nwant\n%+v", got, want)
 			}
 			// and back: MarshalJSON writes what UnmarshalJSON reads
 			b, err := json.Marshal(got)
@@ -129,7 +129,7 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := parsePolicies([]byte(c.json))
 			if err == nil {
-				t.Fatalf("ParsePolicies(%s) = %+v; want an error", c.json, p)
+				t.Fatalf("UnmarshalJSON(%s) = %+v; want an error", c.json, p)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
@@ -141,7 +141,7 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 			}
 			var pe *ratelimit.FieldError
 			if strings.Contains(c.want[0], "policy ") && (!errors.As(err, &pe) || !strings.Contains(c.want[0], fmt.Sprintf("%q", pe.Policy))) {
-				t.Errorf("error %q is not a *PolicyError for %s", err, c.want[0])
+				t.Errorf("error %q is not a *FieldError for %s", err, c.want[0])
 			}
 			for _, goName := range []string{"OnFailure", "LocalShare", "Timeout must", "Window must", "Algorithm must", "Shards must", "Burst must"} {
 				if strings.Contains(err.Error(), goName) {
@@ -303,7 +303,7 @@ func TestSetErrors(t *testing.T) {
 				fn   func() (*ratelimit.Set, error)
 			}{
 				{"NewSet", func() (*ratelimit.Set, error) { return ratelimit.NewSet(rdb, c.p) }},
-				{"NewLocalSet", func() (*ratelimit.Set, error) { return ratelimit.NewSet(nil, c.p) }},
+				{"NewSet in process", func() (*ratelimit.Set, error) { return ratelimit.NewSet(nil, c.p) }},
 				{"Validate", func() (*ratelimit.Set, error) { return nil, validate(c.p) }},
 			} {
 				_, err := build.fn()

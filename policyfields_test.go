@@ -34,11 +34,11 @@ func TestParsePoliciesCandidateFields(t *testing.T) {
 			doc := fmt.Sprintf(`{"login": {%s, "candidate": %s}}`, policy, c.candidate)
 			p, err := parsePolicies([]byte(doc))
 			if err == nil {
-				t.Fatalf("ParsePolicies(%s) = %+v; want an error", doc, p)
+				t.Fatalf("UnmarshalJSON(%s) = %+v; want an error", doc, p)
 			}
 			var pe *ratelimit.FieldError
 			if !errors.As(err, &pe) || pe.Policy != "login" || pe.JSON != c.field {
-				t.Errorf("err = %q; want a *PolicyError of policy login, field %q", err, c.field)
+				t.Errorf("err = %q; want a *FieldError of policy login, field %q", err, c.field)
 			}
 			if !strings.Contains(err.Error(), fmt.Sprintf("field %q", c.field)) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("err = %q; want it to say field %q and %q", err, c.field, c.says)
@@ -80,7 +80,7 @@ func TestUnknownAlgorithmNamesAlgorithm(t *testing.T) {
 			} {
 				var pe *ratelimit.FieldError
 				if !errors.As(err, &pe) || pe.JSON != field || !errors.Is(err, strategy.ErrInvalidOption) {
-					t.Errorf("%s: err = %v; want a *PolicyError of field %q wrapping ErrInvalidOption", what, err, field)
+					t.Errorf("%s: err = %v; want a *FieldError of field %q wrapping ErrInvalidOption", what, err, field)
 					continue
 				}
 				for _, a := range append(strategy.Algorithms(), ratelimit.Multi) {

@@ -375,7 +375,7 @@ func TestMultiPolicy(t *testing.T) {
 		{`{"a": {"algorithm": "sliding_log", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, `field "rules": invalid option: rules need algorithm "multi"`},
 	} {
 		if _, err := parsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
+			t.Errorf("UnmarshalJSON(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
 		}
 	}
 }
@@ -455,7 +455,7 @@ func TestCandidatePolicy(t *testing.T) {
 		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2}}}`, `field "candidate.window"`},
 	} {
 		if _, err := parsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
+			t.Errorf("UnmarshalJSON(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
 		}
 	}
 }

@@ -36,7 +36,7 @@
 //     dropped. They make no span and do not count in ratelimit.decisions.
 //   - ratelimit.evictions (counter, {subject}): subjects evicted from the
 //     limiter's in-process structures (twin, FailLocal twin, denial cache)
-//     to keep within their bound (ratelimit.WithMaxSubjects,
+//     to keep within their bound (ratelimit.Config.MaxSubjects,
 //     WithDenyCache), by policy and algorithm: a non-zero rate means more
 //     subjects within a window than the bound, and evicted subjects start
 //     fresh.
