@@ -326,14 +326,6 @@ func NewSet(set *ratelimit.Set, routes Routes, opts ...Option) (*Interceptor, er
 	return build(methods, fallback, opts)
 }
 
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
-}
-
 func newPolicy(l Limiter) (*policy, error) {
 	cfg := l.Config()
 	name := cfg.Name
