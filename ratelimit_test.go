@@ -132,3 +132,11 @@ func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
 		})
 	}
 }
+
+// The facade builds exactly the algorithms strategy.Algorithms names, so
+// that a list read from it (tests, the benchmarks, a user's) is complete.
+func TestAlgorithmTable(t *testing.T) {
+	if got, want := ratelimit.AlgorithmTable(), strategy.Algorithms(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the facade builds %q; strategy.Algorithms() = %q", got, want)
+	}
+}
