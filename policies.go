@@ -202,10 +202,8 @@ func (s *Set) Get(name string) (*Limiter, error) {
 	return nil, fmt.Errorf("%w: no policy %s; the policies are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(quoted, ", "))
 }
 
-// UnmarshalJSON decodes and validates a policy document of at most 1 MiB.
-// An unknown, repeated, null or mistyped field, a bad policy or a bad value
-// is a *FieldError naming the policy and the field's JSON path in JSON
-// terms; json.Unmarshal reports malformed JSON itself.
+// UnmarshalJSON decodes and validates a policy document of at most 1 MiB;
+// an error in it is a *FieldError naming the policy and the JSON path.
 func (p *Policies) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		*p = nil

@@ -523,8 +523,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 	return l.decide(ctx, guard.Call{Op: guard.Allow, Key: key, N: n})
 }
 
-// Peek reports key's state now and consumes nothing. Failures are handled
-// as in AllowN.
+// Peek reports key's state now and consumes nothing, failures as in AllowN.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
 	return l.decide(ctx, guard.Call{Op: guard.Peek, Key: key})
 }

@@ -18,11 +18,9 @@ type setState struct {
 	names    []string            // sorted
 }
 
-// Update replaces the Set's policies with p, atomically, or on any error (a
-// *FieldError) leaves them as they were. An unchanged policy keeps its
-// Limiter and its in-process state; a changed one gets a new Limiter on the
-// same keys; Limiters obtained before finish under the old policies. It is
-// safe to call while decisions run.
+// Update replaces the Set's policies with p atomically, or leaves them on
+// any error (a *FieldError). An unchanged policy keeps its Limiter and its
+// in-process state; a changed one gets a new Limiter on the same keys.
 func (s *Set) Update(p Policies) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
