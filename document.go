@@ -163,6 +163,10 @@ func (c *checker) members(n *node, policy, path, goPath string, depth int) error
 	}
 	doc := n.kind == reflect.Map && path == "" && policy == "" // the document: its members are policies
 	var seen []string
+	var policies map[string]bool // doc: the policies seen, a thousand of them at most
+	if doc {
+		policies = map[string]bool{}
+	}
 	var algorithm string
 	for i := 0; c.dec.More(); i++ {
 		if (n.kind == reflect.Map || n.kind == reflect.Slice) && i == n.max {
@@ -171,9 +175,11 @@ func (c *checker) members(n *node, policy, path, goPath string, depth int) error
 			}
 			return fail(policy, path, goPath, fmt.Sprintf("want at most %d %s", n.max, path[strings.LastIndexByte(path, '.')+1:]))
 		}
-		sub, goSub, key := fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s[%d]", goPath, i), ""
+		var sub, goSub, key string
 		elem := n.elem
-		if n.kind != reflect.Slice {
+		if n.kind == reflect.Slice {
+			sub, goSub = fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s[%d]", goPath, i)
+		} else {
 			tok, err := c.dec.Token()
 			if err != nil {
 				return docError("invalid JSON: %v", err)
@@ -181,12 +187,15 @@ func (c *checker) members(n *node, policy, path, goPath string, depth int) error
 			key = tok.(string) // the decoder reads only strings as member names
 			sub, goSub = join(path, key), join(goPath, key)
 			switch {
-			case doc && slices.Contains(seen, key):
+			case doc && policies[key]:
 				return policyFault(key, strategy.ErrInvalidOption, "the policy appears twice")
+			case doc:
+				policies[key] = true
 			case slices.Contains(seen, key):
 				return fail(policy, sub, goSub, "the field appears twice")
+			default:
+				seen = append(seen, key)
 			}
-			seen = append(seen, key)
 			if n.kind == reflect.Struct {
 				f, ok := n.fields[key]
 				switch {
