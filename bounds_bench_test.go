@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // BenchmarkHeapManySubjects measures the heap that 5 M distinct subjects
@@ -24,7 +25,7 @@ func BenchmarkHeapManySubjects(b *testing.B) {
 	const subjects = 5_000_000
 	ctx := context.Background()
 	for _, mode := range []string{"NewLocal", "FailLocal"} {
-		for _, a := range ratelimit.Algorithms() {
+		for _, a := range strategy.Algorithms() {
 			b.Run(mode+"/"+string(a), func(b *testing.B) {
 				cfg := ratelimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
 				for b.Loop() {
@@ -35,8 +36,8 @@ func BenchmarkHeapManySubjects(b *testing.B) {
 					var held func() int
 					var err error
 					if mode == "NewLocal" {
-						l, err = ratelimit.NewLocal(cfg)
-						held = func() int { return l.Strategy().(interface{ Subjects() int }).Subjects() }
+						l, err = ratelimit.New(nil, cfg)
+						held = func() int { return ratelimit.StrategyOf(l).(interface{ Subjects() int }).Subjects() }
 					} else {
 						cfg.OnFailure, cfg.Timeout = ratelimit.FailLocal, time.Second
 						l, err = ratelimit.New(downClient(b), cfg)
@@ -57,7 +58,7 @@ func BenchmarkHeapManySubjects(b *testing.B) {
 					n := held()
 					b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "MB-heap")
 					b.ReportMetric(float64(n), "subjects")
-					b.ReportMetric(float64(l.Evicted()), "evicted")
+					b.ReportMetric(float64(ratelimit.Evicted(l)), "evicted")
 					runtime.KeepAlive(l)
 				}
 			})

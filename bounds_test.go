@@ -55,7 +55,7 @@ func eventually(t *testing.T, cond func() bool, what string) {
 func TestFailLocalFreesIdleSubjects(t *testing.T) {
 	ctx := context.Background()
 	clock := conformance.NewClock(conformance.Epoch)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			l, err := ratelimit.New(downClient(t), ratelimit.Config{Algorithm: a, Limit: 5, Window: time.Second,
 				OnFailure: ratelimit.FailLocal, Timeout: time.Second}, ratelimit.WithClock(clock))
@@ -87,19 +87,21 @@ func TestMaxSubjectsBoundsTheTwins(t *testing.T) {
 		new  func(ratelimit.Config, ...ratelimit.Option) (*ratelimit.Limiter, error)
 		held func(*ratelimit.Limiter) int
 	}{
-		{"NewLocal", ratelimit.NewLocal, func(l *ratelimit.Limiter) int {
-			return l.Strategy().(interface{ Subjects() int }).Subjects()
+		{"in process", func(c ratelimit.Config, o ...ratelimit.Option) (*ratelimit.Limiter, error) {
+			return ratelimit.New(nil, c, o...)
+		}, func(l *ratelimit.Limiter) int {
+			return ratelimit.StrategyOf(l).(interface{ Subjects() int }).Subjects()
 		}},
 		{"FailLocal", func(c ratelimit.Config, o ...ratelimit.Option) (*ratelimit.Limiter, error) {
 			c.OnFailure, c.Timeout = ratelimit.FailLocal, time.Second
 			return ratelimit.New(downClient(t), c, o...)
 		}, ratelimit.FailLocalSubjects},
 	} {
-		for _, a := range ratelimit.Algorithms() {
+		for _, a := range strategy.Algorithms() {
 			t.Run(build.name+"/"+string(a), func(t *testing.T) {
 				var obs evictionSum
-				l, err := build.new(ratelimit.Config{Algorithm: a, Limit: 1, Window: time.Hour},
-					ratelimit.WithClock(clock), ratelimit.WithMaxSubjects(bound), ratelimit.WithObserver(&obs))
+				l, err := build.new(ratelimit.Config{Algorithm: a, Limit: 1, Window: time.Hour, MaxSubjects: bound},
+					ratelimit.WithClock(clock), ratelimit.WithObserver(&obs))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -116,8 +118,8 @@ func TestMaxSubjectsBoundsTheTwins(t *testing.T) {
 					}
 				}
 				held := build.held(l)
-				if want := uint64(subjects + 1 - held); l.Evicted() != want || obs.n.Load() != int64(want) {
-					t.Fatalf("Evicted() = %d, Observer saw %d; want %d (every subject not held)", l.Evicted(), obs.n.Load(), want)
+				if want := uint64(subjects + 1 - held); ratelimit.Evicted(l) != want || obs.n.Load() != int64(want) {
+					t.Fatalf("Evicted() = %d, Observer saw %d; want %d (every subject not held)", ratelimit.Evicted(l), obs.n.Load(), want)
 				}
 				// "first" was the least recently used: evicted, it starts fresh
 				if r, _ := l.Allow(ctx, "first"); !r.Allowed {
@@ -126,16 +128,16 @@ func TestMaxSubjectsBoundsTheTwins(t *testing.T) {
 			})
 		}
 	}
-	if _, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second},
-		ratelimit.WithMaxSubjects(0)); err == nil || !strings.Contains(err.Error(), "WithMaxSubjects: n must be >= 1, got 0") ||
-		strings.Count(err.Error(), "ratelimit:") != 1 {
-		t.Errorf("WithMaxSubjects(0) = %v; want an error naming it, with one prefix", err)
+	var fe *ratelimit.FieldError
+	if _, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second, MaxSubjects: -1}); err == nil ||
+		!strings.Contains(err.Error(), "MaxSubjects must be >= 0 (0 means 1048576), got -1") ||
+		strings.Count(err.Error(), "ratelimit:") != 1 || !errors.As(err, &fe) || fe.Field != "MaxSubjects" || fe.JSON != "max_subjects" {
+		t.Errorf("MaxSubjects -1 = %v; want a *FieldError naming it, with one prefix", err)
 	}
-	if _, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second},
-		ratelimit.WithMaxSubjects(1<<30)); err != nil {
-		t.Errorf("WithMaxSubjects(2^30) = %v; a large bound costs nothing until used", err)
+	if _, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second, MaxSubjects: 1 << 30}); err != nil {
+		t.Errorf("MaxSubjects 2^30 = %v; a large bound costs nothing until used", err)
 	}
-	if _, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second}); err != nil {
+	if _, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fixedwindow.NewLocal(strategy.PerSecond(1), strategy.WithMaxSubjects(-1)); err == nil || !strings.Contains(err.Error(), "MaxSubjects must be >= 1, got -1") {
@@ -167,8 +169,8 @@ func TestDenyCacheBoundCountsEvictions(t *testing.T) {
 		}
 	}
 	held := ratelimit.DenyCacheLen(l)
-	if want := uint64(subjects - held); held < bound/2 || l.Evicted() != want || obs.n.Load() != int64(want) {
-		t.Fatalf("cache holds %d; Evicted() = %d, Observer saw %d; want %d", held, l.Evicted(), obs.n.Load(), want)
+	if want := uint64(subjects - held); held < bound/2 || ratelimit.Evicted(l) != want || obs.n.Load() != int64(want) {
+		t.Fatalf("cache holds %d; Evicted() = %d, Observer saw %d; want %d", held, ratelimit.Evicted(l), obs.n.Load(), want)
 	}
 }
 
@@ -176,13 +178,13 @@ func TestDenyCacheBoundCountsEvictions(t *testing.T) {
 // command per shard, 300,001 of them for a million shards.
 func TestShardsBounded(t *testing.T) {
 	for _, shards := range []int{sharded.MaxShards + 1, 1_000_000} {
-		_, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1 << 30, Window: time.Minute, Shards: shards})
+		_, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1 << 30, Window: time.Minute, Shards: shards})
 		if want := fmt.Sprintf("Shards must be <= %d (sharded.MaxShards), got %d", sharded.MaxShards, shards); err == nil ||
 			!strings.Contains(err.Error(), want) || !errors.Is(err, strategy.ErrInvalidOption) || strings.Count(err.Error(), "ratelimit:") != 1 {
 			t.Errorf("Shards %d: %v; want an error saying %q", shards, err, want)
 		}
 	}
-	if _, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1 << 30, Window: time.Minute, Shards: sharded.MaxShards}); err != nil {
+	if _, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1 << 30, Window: time.Minute, Shards: sharded.MaxShards}); err != nil {
 		t.Errorf("Shards = MaxShards: %v", err)
 	}
 }
@@ -222,7 +224,7 @@ func TestDenyCacheKeepsTheRecentlyUsed(t *testing.T) {
 				i+1, r, obs.cached.Load())
 		}
 	}
-	if l.Evicted() == 0 {
+	if ratelimit.Evicted(l) == 0 {
 		t.Fatal("no eviction counted: the cache was never full")
 	}
 }

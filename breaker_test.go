@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -21,7 +22,7 @@ func refusing(calls *atomic.Int64) stalled {
 }
 
 // Which clock times a breaker's cool-down: the limiter's for the breaker it
-// builds itself, the one given to NewBreaker for a shared one, the
+// builds itself, the one given to breaker.New for a shared one, the
 // monotonic clock otherwise.
 func TestBreakerClock(t *testing.T) {
 	ctx := context.Background()
@@ -34,10 +35,10 @@ func TestBreakerClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range ratelimit.DefaultBreakerFailures {
+		for range breaker.DefaultFailures {
 			l.Allow(ctx, "k")
 		}
-		want := func(name string, retry time.Duration, state ratelimit.BreakerState, calls0 int64) {
+		want := func(name string, retry time.Duration, state breaker.State, calls0 int64) {
 			t.Helper()
 			r, err := l.Allow(ctx, "k")
 			if err != nil || r.Allowed || !r.Degraded || r.RetryAfter != retry {
@@ -50,12 +51,12 @@ func TestBreakerClock(t *testing.T) {
 				t.Fatalf("%s: %d calls reached the strategy, want %d", name, got, calls0)
 			}
 		}
-		n := int64(ratelimit.DefaultBreakerFailures)
-		want("just opened", ratelimit.DefaultBreakerCooldown, ratelimit.BreakerOpen, n)
-		clock.Advance(ratelimit.DefaultBreakerCooldown - time.Millisecond)
-		want("1ms before the cool-down ends", time.Millisecond, ratelimit.BreakerOpen, n)
+		n := int64(breaker.DefaultFailures)
+		want("just opened", breaker.DefaultCooldown, breaker.Open, n)
+		clock.Advance(breaker.DefaultCooldown - time.Millisecond)
+		want("1ms before the cool-down ends", time.Millisecond, breaker.Open, n)
 		clock.Advance(time.Millisecond)
-		want("the probe, failing", ratelimit.DefaultBreakerCooldown, ratelimit.BreakerOpen, n+1)
+		want("the probe, failing", breaker.DefaultCooldown, breaker.Open, n+1)
 	})
 	t.Run("a shared breaker keeps its own clock", func(t *testing.T) {
 		var calls atomic.Int64
@@ -68,7 +69,7 @@ func TestBreakerClock(t *testing.T) {
 		}
 		l.Allow(ctx, "k")
 		clock.Advance(2 * time.Hour) // the limiter's clock, not the breaker's
-		if r, _ := l.Allow(ctx, "k"); !r.Degraded || b.State() != ratelimit.BreakerOpen || calls.Load() != 1 {
+		if r, _ := l.Allow(ctx, "k"); !r.Degraded || b.State() != breaker.Open || calls.Load() != 1 {
 			t.Fatalf("after the limiter's clock passed the cool-down: %+v, breaker %v, %d calls; want open, 1 call", r, b.State(), calls.Load())
 		}
 	})
@@ -77,7 +78,7 @@ func TestBreakerClock(t *testing.T) {
 		var ns atomic.Int64 // a Clock must be safe for concurrent use
 		ns.Store(conformance.Epoch.UnixNano())
 		clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, ns.Load()) })
-		b := mustBreaker(t, 1, time.Hour, nil, ratelimit.WithBreakerClock(nil), ratelimit.WithBreakerClock(clock)) // nil ignored
+		b := mustBreaker(t, 1, time.Hour, nil, breaker.WithClock(nil), breaker.WithClock(clock)) // nil ignored
 		opts := []ratelimit.Option{ratelimit.WithClock(clock), ratelimit.WithBreaker(b)}
 		l1, err := ratelimit.Wrap(refusing(&calls), ratelimit.Config{OnFailure: ratelimit.FailClosed}, opts...)
 		if err != nil {
@@ -93,22 +94,22 @@ func TestBreakerClock(t *testing.T) {
 			t.Fatalf("59m into a 1h cool-down: %+v, %d calls; want RetryAfter 1m, 1 call", r, calls.Load())
 		}
 		ns.Add(int64(time.Minute))
-		if s := b.State(); s != ratelimit.BreakerHalfOpen {
+		if s := b.State(); s != breaker.HalfOpen {
 			t.Fatalf("after the cool-down: %v, want half-open", s)
 		}
 	})
 	t.Run("the monotonic clock when none is set", func(t *testing.T) {
-		b := mustBreaker(t, 1, time.Millisecond, nil, ratelimit.WithBreakerClock(nil))
+		b := mustBreaker(t, 1, time.Millisecond, nil, breaker.WithClock(nil))
 		var calls atomic.Int64
 		l, err := ratelimit.Wrap(refusing(&calls), ratelimit.Config{OnFailure: ratelimit.FailOpen}, ratelimit.WithBreaker(b))
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.Allow(ctx, "k")
-		if s := b.State(); s == ratelimit.BreakerClosed {
+		if s := b.State(); s == breaker.Closed {
 			t.Fatalf("after a failure: %v, want open", s)
 		}
 		// real time passes the cool-down: the breaker needs no client clock
-		eventually(t, func() bool { return b.State() == ratelimit.BreakerHalfOpen }, "the breaker to half-open by the monotonic clock")
+		eventually(t, func() bool { return b.State() == breaker.HalfOpen }, "the breaker to half-open by the monotonic clock")
 	})
 }

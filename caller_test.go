@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -128,7 +129,7 @@ func TestCallerEndsTheCall(t *testing.T) {
 					if r.Degraded || r.Allowed {
 						t.Errorf("%s: Result = %+v, want the zero Result: no policy applies", op.name, r)
 					}
-					if s := b.State(); s != ratelimit.BreakerClosed {
+					if s := b.State(); s != breaker.Closed {
 						t.Fatalf("%s: breaker %v after a call its caller ended, want closed (it opens after 1 failure)", op.name, s)
 					}
 					if op.name == "Reset" {
@@ -158,7 +159,7 @@ func TestCallerEndsTheCall(t *testing.T) {
 			if err != nil || !r.Degraded || !r.Allowed {
 				t.Errorf("Allow = %+v, %v; want a degraded allowance (FailOpen)", r, err)
 			}
-			if s := b.State(); s != ratelimit.BreakerOpen {
+			if s := b.State(); s != breaker.Open {
 				t.Errorf("breaker %v after a Timeout, want open", s)
 			}
 		})
@@ -219,7 +220,7 @@ func TestCallerDeadlineWithRedisPaused(t *testing.T) {
 				}
 				wg.Wait()
 			}
-			if s := b.State(); s != ratelimit.BreakerClosed {
+			if s := b.State(); s != breaker.Closed {
 				t.Errorf("batched %v: breaker %v, want closed: the callers' deadlines are not Redis failures", batched, s)
 			}
 			rec.mu.Lock()

@@ -31,7 +31,7 @@ func ExampleConfig_candidate() {
 	clockNs.Store(now.UnixNano())
 	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	obs := &agreement{}
-	api, err := ratelimit.NewLocal(ratelimit.Config{
+	api, err := ratelimit.New(nil, ratelimit.Config{
 		Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Minute,
 		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute},
 	}, ratelimit.WithClock(clock), ratelimit.WithObserver(obs))

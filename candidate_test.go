@@ -15,7 +15,7 @@ import (
 )
 
 // candidateBackend is where a test's Set keeps its state: rdb nil means in
-// process (NewLocalSet); base is the key namespace the test's policies
+// process (NewSet with a nil client); base is the key namespace the test's policies
 // use, unique to the test on the shared real Redis.
 type candidateBackend struct {
 	name string
@@ -45,7 +45,7 @@ func (b candidateBackend) newSet(t *testing.T, p ratelimit.Policies, opts ...rat
 	if b.rdb != nil {
 		set, err = ratelimit.NewSet(b.rdb, p, opts...)
 	} else {
-		set, err = ratelimit.NewLocalSet(p, opts...)
+		set, err = ratelimit.NewSet(nil, p, opts...)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func (b candidateBackend) newSet(t *testing.T, p ratelimit.Policies, opts ...rat
 // agreements counts the Observer's compare Decisions by Agreement, once
 // the background comparisons of l, if any, are done.
 func agreements(l *ratelimit.Limiter, rec *decisionLog) map[string]int {
-	if c, ok := l.Strategy().(interface{ Wait() }); ok {
+	if c, ok := ratelimit.StrategyOf(l).(interface{ Wait() }); ok {
 		c.Wait()
 	}
 	counts := map[string]int{}
@@ -154,7 +154,7 @@ func TestCandidatePrefixScoped(t *testing.T) {
 		"a": {Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Minute, Prefix: "other:",
 			Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute, Prefix: "rl:x"}},
 	}
-	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), `"rl:xa:"`) {
+	if err := validate(p); err == nil || !strings.Contains(err.Error(), `"rl:xa:"`) {
 		t.Errorf("Validate of a candidate in policy xa's namespace: err = %v, want one naming it", err)
 	}
 	q := ratelimit.Policies{
@@ -163,7 +163,7 @@ func TestCandidatePrefixScoped(t *testing.T) {
 		"xa": {Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Minute, Prefix: "p:",
 			Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute, Prefix: "q:"}},
 	}
-	if err := q.Validate(); err == nil || !strings.Contains(err.Error(), `"q:xa:"`) {
+	if err := validate(q); err == nil || !strings.Contains(err.Error(), `"q:xa:"`) {
 		t.Errorf("Validate of two candidates in one namespace: err = %v, want one naming it", err)
 	}
 }

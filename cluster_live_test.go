@@ -20,7 +20,7 @@ func TestClusterLiveChanges(t *testing.T) {
 	rdb := cluster.Client(t)
 	ctx := context.Background()
 	p := ratelimit.Policies{"live": {
-		Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: ratelimit.ModeShadow,
+		Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: "shadow",
 		Prefix: "live:" + t.Name() + ":", Timeout: clusterTimeout,
 		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Hour},
 		Tiers:     map[string]ratelimit.Limit{"pro": {Limit: 3}},
@@ -40,13 +40,13 @@ func TestClusterLiveChanges(t *testing.T) {
 				t.Fatalf("%s: Allow %d = %+v, %v; want allowed, Shadow %v", key, i, r, err, i == 2)
 			}
 		}
-		if r, err := l.Tier("pro").Allow(ctx, key); err != nil || !r.Allowed || r.Shadow || r.Limit != 3 {
+		if r, err := mustTier(t, l, "pro").AllowN(ctx, key, 1); err != nil || !r.Allowed || r.Shadow || r.Limit != 3 {
 			t.Fatalf("%s: pro Allow = %+v, %v; want allowed under 3, not a shadow pass", key, r, err)
 		}
 		if r, err := l.RefundN(ctx, key, 1); err != nil || r.Remaining != 0 { // 3 used, 1 back: 2 of 2
 			t.Fatalf("%s: RefundN = %+v, %v; want Remaining 0 under the policy's limit", key, r, err)
 		}
-		if r, err := l.Tier("pro").Peek(ctx, key); err != nil || r.Remaining != 1 {
+		if r, err := mustTier(t, l, "pro").Peek(ctx, key); err != nil || r.Remaining != 1 {
 			t.Fatalf("%s: pro Peek after the refund = %+v, %v; want Remaining 1", key, r, err)
 		}
 	}

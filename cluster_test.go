@@ -47,9 +47,9 @@ func (s strict) Observe(_ context.Context, d ratelimit.Decision) {
 
 // usesBurst reports whether algorithm a's capacity is Burst, asking its
 // local twin rather than a list, so that algorithms added later are covered.
-func usesBurst(t *testing.T, a ratelimit.Algorithm) bool {
+func usesBurst(t *testing.T, a strategy.Algorithm) bool {
 	t.Helper()
-	l, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: a, Limit: 2, Window: time.Second, Burst: 5})
+	l, err := ratelimit.New(nil, ratelimit.Config{Algorithm: a, Limit: 2, Window: time.Second, Burst: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func usesBurst(t *testing.T, a ratelimit.Algorithm) bool {
 
 // approximate lists the algorithms whose RetryAfter is not exact to the
 // millisecond (see conformance.Subject.ExactRetry).
-var approximate = map[ratelimit.Algorithm]bool{"sliding_counter": true}
+var approximate = map[strategy.Algorithm]bool{"sliding_counter": true}
 
 // TestClusterConformance runs the conformance suite over every algorithm,
 // sharded over 2 keys and not, built by the facade (ratelimit.New with
@@ -77,7 +77,7 @@ var approximate = map[ratelimit.Algorithm]bool{"sliding_counter": true}
 func TestClusterConformance(t *testing.T) {
 	cluster := testredis.SharedCluster(t)
 	plain := cluster.Client(t)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		for _, c := range []struct {
 			shards  int
 			batched bool
@@ -102,10 +102,10 @@ func TestClusterConformance(t *testing.T) {
 						if err != nil {
 							return nil, err
 						}
-						if _, ok := l.Strategy().(*sharded.Limiter); ok != (shards > 1) {
-							t.Fatalf("Shards %d, %v: strategy %T", shards, lim, l.Strategy())
+						if _, ok := ratelimit.StrategyOf(l).(*sharded.Limiter); ok != (shards > 1) {
+							t.Fatalf("Shards %d, %v: strategy %T", shards, lim, ratelimit.StrategyOf(l))
 						}
-						return l.Strategy(), nil
+						return ratelimit.StrategyOf(l), nil
 					},
 				})
 			})
@@ -145,7 +145,7 @@ func TestClusterHotSubjectSpread(t *testing.T) {
 	cluster := testredis.SharedCluster(t)
 	cc := cluster.Client(t)
 	ctx := context.Background()
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			prefix := testredis.Prefix(t)
 			l, err := ratelimit.New(cc, ratelimit.Config{Algorithm: a, Limit: 600, Window: time.Minute, Shards: 6, Prefix: prefix, Timeout: clusterTimeout},
@@ -153,7 +153,7 @@ func TestClusterHotSubjectSpread(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := l.Strategy().(*sharded.Limiter).Shards(); n != 6 {
+			if n := ratelimit.StrategyOf(l).(*sharded.Limiter).Shards(); n != 6 {
 				t.Fatalf("Shards() = %d, want 6", n)
 			}
 			for i := 0; i < 60; i++ {
@@ -218,7 +218,7 @@ func clusterShardedConcurrency(t *testing.T, batched bool) {
 	frozen := strategy.ClockFunc(func() time.Time { return conformance.Epoch })
 	ctx := context.Background()
 	var report strings.Builder
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			prefix := testredis.Prefix(t)
 			limiters := make([]*ratelimit.Limiter, hosts)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -87,13 +88,13 @@ func BenchmarkDecision(b *testing.B) {
 		})
 		b.Run("strategy alone, ContextTimeoutEnabled", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
-				return lc.Strategy().AllowN(ctx, key, 1)
+				return ratelimit.StrategyOf(lc).AllowN(ctx, key, 1)
 			}, false)
 		})
 		// the strategy alone: what the timeout guard and breaker add
 		b.Run("strategy alone", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
-				return l.Strategy().AllowN(ctx, key, 1)
+				return ratelimit.StrategyOf(l).AllowN(ctx, key, 1)
 			}, false)
 		})
 	})
@@ -108,13 +109,13 @@ func BenchmarkDecision(b *testing.B) {
 				c := cfg
 				c.OnFailure = p
 				c.Timeout = 50 * time.Millisecond
-				breaker := mustBreaker(b, 1, time.Hour)
-				l, err := ratelimit.New(rdb, c, ratelimit.WithBreaker(breaker))
+				br := mustBreaker(b, 1, time.Hour)
+				l, err := ratelimit.New(rdb, c, ratelimit.WithBreaker(br))
 				if err != nil {
 					b.Fatal(err)
 				}
 				l.Allow(context.Background(), "open the breaker")
-				if s := breaker.State(); s != ratelimit.BreakerOpen {
+				if s := br.State(); s != breaker.Open {
 					b.Fatalf("breaker %v, want open", s)
 				}
 				runDecisions(b, l.Allow, true)
@@ -171,7 +172,7 @@ func BenchmarkDecision(b *testing.B) {
 
 // BenchmarkBreaker measures a decision made while the breaker is open,
 // which reads the breaker's clock each time: the monotonic clock, and a
-// client clock (WithBreakerClock). Neither allocates. It needs no Redis:
+// client clock (breaker.WithClock). Neither allocates. It needs no Redis:
 //
 //	go test -run '^$' -bench Breaker -benchmem .
 func BenchmarkBreaker(b *testing.B) {
@@ -180,20 +181,20 @@ func BenchmarkBreaker(b *testing.B) {
 	client := strategy.ClockFunc(func() time.Time { return time.Unix(0, ns.Load()) })
 	for _, c := range []struct {
 		name string
-		opts []ratelimit.BreakerOption
+		opts []breaker.Option
 	}{
 		{"monotonic clock", nil},
-		{"client clock", []ratelimit.BreakerOption{ratelimit.WithBreakerClock(client)}},
+		{"client clock", []breaker.Option{breaker.WithClock(client)}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var calls atomic.Int64
-			breaker := mustBreaker(b, 1, time.Hour, c.opts...)
-			l, err := ratelimit.Wrap(refusing(&calls), ratelimit.Config{OnFailure: ratelimit.FailClosed}, ratelimit.WithBreaker(breaker))
+			br := mustBreaker(b, 1, time.Hour, c.opts...)
+			l, err := ratelimit.Wrap(refusing(&calls), ratelimit.Config{OnFailure: ratelimit.FailClosed}, ratelimit.WithBreaker(br))
 			if err != nil {
 				b.Fatal(err)
 			}
 			l.Allow(context.Background(), "open the breaker")
-			if s := breaker.State(); s != ratelimit.BreakerOpen {
+			if s := br.State(); s != breaker.Open {
 				b.Fatalf("breaker %v, want open", s)
 			}
 			runDecisions(b, l.Allow, true)

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -118,9 +119,9 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-func mustBreaker(t testing.TB, failures int, cooldown time.Duration, opts ...ratelimit.BreakerOption) *ratelimit.Breaker {
+func mustBreaker(t testing.TB, failures int, cooldown time.Duration, opts ...breaker.Option) *breaker.Breaker {
 	t.Helper()
-	b, err := ratelimit.NewBreaker(failures, cooldown, opts...)
+	b, err := breaker.New(failures, cooldown, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestFailureConfigValidates(t *testing.T) {
 			if _, err := ratelimit.New(rdb, cfg); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "ratelimit: ") {
 				t.Errorf("New: err = %v, want one containing %q", err, c.want)
 			}
-			if _, err := ratelimit.NewLocal(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			if _, err := ratelimit.New(nil, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("NewLocal: err = %v, want one containing %q", err, c.want)
 			}
 		})
@@ -170,15 +171,15 @@ func TestFailureConfigValidates(t *testing.T) {
 		{"deny cache of 0", func() (ratelimit.Option, error) { return ratelimit.WithDenyCache(0), nil }, "maxSubjects must be > 0, got 0"},
 		{"deny cache of -1", func() (ratelimit.Option, error) { return ratelimit.WithDenyCache(-1), nil }, "maxSubjects must be > 0, got -1"},
 		{"breaker failures < 0", func() (ratelimit.Option, error) {
-			_, err := ratelimit.NewBreaker(-1, 0)
+			_, err := breaker.New(-1, 0)
 			return nil, err
 		}, "failures must be in"},
 		{"breaker cooldown < 0", func() (ratelimit.Option, error) {
-			_, err := ratelimit.NewBreaker(0, -time.Second)
+			_, err := breaker.New(0, -time.Second)
 			return nil, err
 		}, "cooldown must be >= 0"},
 		{"breaker cooldown overflowing", func() (ratelimit.Option, error) {
-			_, err := ratelimit.NewBreaker(0, math.MaxInt64)
+			_, err := breaker.New(0, math.MaxInt64)
 			return nil, err
 		}, "cooldown must be <= 1h0m0s"},
 	} {
@@ -192,8 +193,9 @@ func TestFailureConfigValidates(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ratelimit.New(nil, valid, ratelimit.WithDenyCache(10)); err == nil || !strings.Contains(err.Error(), "redis client is nil") {
-		t.Errorf("New(nil): err = %v, want one saying the client is nil", err)
+	// no client: in process, where the denial cache does not apply
+	if l, err := ratelimit.New(nil, valid, ratelimit.WithDenyCache(10)); err != nil || ratelimit.DenyCacheLen(l) != -1 {
+		t.Errorf("New(nil) with WithDenyCache: %v; want an in-process Limiter without a denial cache", err)
 	}
 	if _, err := ratelimit.New(rdb, valid, nil, ratelimit.WithBreaker(nil)); err != nil {
 		t.Errorf("nil options: %v, want them ignored", err)
@@ -210,11 +212,11 @@ func TestBadInputTouchesNothing(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
 	huge := strings.Repeat("k", 1<<20)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		for _, p := range failurePolicies {
 			t.Run(fmt.Sprintf("%s/%s", a, p), func(t *testing.T) {
 				open := mustBreaker(t, 1, time.Hour)
-				for _, b := range []*ratelimit.Breaker{mustBreaker(t, 0, 0), open} {
+				for _, b := range []*breaker.Breaker{mustBreaker(t, 0, 0), open} {
 					l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: a, Limit: 5, Window: time.Second, OnFailure: p, LocalShare: 0.5},
 						ratelimit.WithBreaker(b), ratelimit.WithDenyCache(16))
 					if err != nil {
@@ -286,7 +288,7 @@ func TestFailurePolicies(t *testing.T) {
 			const cooldown = 100 * time.Millisecond
 			cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 4, Window: time.Minute, OnFailure: p, LocalShare: 0.5, Timeout: 10 * time.Second}
 			clock := conformance.NewClock(conformance.Epoch) // the limiter's and the breaker's: stepped, never slept through
-			b := mustBreaker(t, 3, cooldown, ratelimit.WithBreakerClock(clock))
+			b := mustBreaker(t, 3, cooldown, breaker.WithClock(clock))
 			l, f, rec := newFlaky(t, cfg, ratelimit.WithClock(clock), ratelimit.WithBreaker(b))
 			if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Degraded {
 				t.Fatalf("healthy Allow = %+v, %v; want allowed, not degraded", r, err)
@@ -328,8 +330,8 @@ func TestFailurePolicies(t *testing.T) {
 				switch {
 				case i < 3 && !errors.Is(d.Cause, syscall.ECONNRESET):
 					t.Fatalf("decision %d: Cause = %v, want the connection error", i, d.Cause)
-				case i >= 3 && (!errors.Is(d.Cause, ratelimit.ErrCircuitOpen) || !errors.Is(d.Cause, strategy.ErrBackend) || d.Breaker != ratelimit.BreakerOpen):
-					t.Fatalf("decision %d: Cause %v, breaker %v; want ErrCircuitOpen, open", i, d.Cause, d.Breaker)
+				case i >= 3 && (!errors.Is(d.Cause, breaker.ErrOpen) || !errors.Is(d.Cause, strategy.ErrBackend) || d.Breaker != breaker.Open):
+					t.Fatalf("decision %d: Cause %v, breaker %v; want breaker.ErrOpen, open", i, d.Cause, d.Breaker)
 				}
 			}
 			if got := f.calls.Load() - healthy; got != 3 {
@@ -342,8 +344,8 @@ func TestFailurePolicies(t *testing.T) {
 			if r, err := l.Peek(ctx, "fresh"); err != nil || !r.Degraded || r.Allowed != (p != ratelimit.FailClosed) {
 				t.Errorf("Peek with Redis down = %+v, %v", r, err)
 			}
-			if err := l.Reset(ctx, "k"); !errors.Is(err, ratelimit.ErrCircuitOpen) || !errors.Is(err, strategy.ErrBackend) {
-				t.Errorf("Reset with the breaker open: err = %v, want ErrBackend and ErrCircuitOpen", err)
+			if err := l.Reset(ctx, "k"); !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, strategy.ErrBackend) {
+				t.Errorf("Reset with the breaker open: err = %v, want ErrBackend and breaker.ErrOpen", err)
 			}
 			// Redis is back, but the breaker stays open for its cool-down
 			// on the clock; FailClosed's RetryAfter is what is left of it.
@@ -351,14 +353,14 @@ func TestFailurePolicies(t *testing.T) {
 			calls := f.calls.Load()
 			clock.Advance(cooldown - 40*time.Millisecond)
 			r, err := l.Allow(ctx, "other")
-			if err != nil || !r.Degraded || b.State() != ratelimit.BreakerOpen || f.calls.Load() != calls {
+			if err != nil || !r.Degraded || b.State() != breaker.Open || f.calls.Load() != calls {
 				t.Fatalf("%v into the cool-down: %+v, %v, breaker %v; want degraded without a call, open", cooldown-40*time.Millisecond, r, err, b.State())
 			}
 			if p == ratelimit.FailClosed && (r.RetryAfter != 40*time.Millisecond || r.ResetAfter != 40*time.Millisecond) {
 				t.Fatalf("fail closed 40ms before the cool-down ends: %+v, want RetryAfter and ResetAfter 40ms", r)
 			}
 			clock.Advance(40*time.Millisecond - time.Nanosecond)
-			if s := b.State(); s != ratelimit.BreakerOpen {
+			if s := b.State(); s != breaker.Open {
 				t.Fatalf("1ns before the cool-down ends: breaker %v, want open", s)
 			}
 			if r, _ := l.Allow(ctx, "other"); p == ratelimit.FailClosed && r.RetryAfter != time.Millisecond {
@@ -367,7 +369,7 @@ func TestFailurePolicies(t *testing.T) {
 			// After the cool-down the next call probes and enforcement
 			// resumes, with the unit recorded before the outage.
 			clock.Advance(time.Nanosecond)
-			if s := b.State(); s != ratelimit.BreakerHalfOpen {
+			if s := b.State(); s != breaker.HalfOpen {
 				t.Fatalf("when the cool-down ends: breaker %v, want half-open", s)
 			}
 			for i := 0; i < 3; i++ {
@@ -378,7 +380,7 @@ func TestFailurePolicies(t *testing.T) {
 			if r, err := l.Allow(ctx, "k"); err != nil || r.Allowed || r.Degraded {
 				t.Fatalf("fifth unit after recovery = %+v, %v; want denied by Redis", r, err)
 			}
-			if d := rec.last(t); d.Breaker != ratelimit.BreakerClosed || d.Degraded {
+			if d := rec.last(t); d.Breaker != breaker.Closed || d.Degraded {
 				t.Fatalf("after recovery observed %+v, want breaker closed", d)
 			}
 			if err := l.Reset(ctx, "k"); err != nil {
@@ -408,7 +410,7 @@ func TestNotARedisFailure(t *testing.T) {
 			if r, err := l.Allow(ctx, "k"); err != nil || r.Allowed || !r.Degraded {
 				t.Fatalf("%v: Allow = %+v, %v; want degraded denial", e, r, err)
 			}
-			if d := rec.last(t); d.Breaker != ratelimit.BreakerClosed || !errors.Is(d.Cause, e) {
+			if d := rec.last(t); d.Breaker != breaker.Closed || !errors.Is(d.Cause, e) {
 				t.Fatalf("%v: observed %+v, want the reply as Cause and the breaker closed", e, d)
 			}
 		}
@@ -424,14 +426,14 @@ func TestNotARedisFailure(t *testing.T) {
 			t.Fatalf("caller deadline: %+v, %v; want the caller's deadline as the error, no policy", r, err)
 		}
 	}
-	if d := rec.last(t); d.Breaker != ratelimit.BreakerClosed {
+	if d := rec.last(t); d.Breaker != breaker.Closed {
 		t.Fatalf("after 4 calls abandoned by their caller the breaker is %v, want closed", d.Breaker)
 	}
 	// ... whereas the same Redis failing the limiter's own Timeout opens it
 	f.set(redisReply("LOADING Redis is loading the dataset in memory"), nil)
 	l.Allow(ctx, "k")
 	l.Allow(ctx, "k")
-	if d := rec.last(t); d.Breaker != ratelimit.BreakerOpen {
+	if d := rec.last(t); d.Breaker != breaker.Open {
 		t.Fatalf("after 2 LOADING replies the breaker is %v, want open", d.Breaker)
 	}
 }
@@ -521,21 +523,21 @@ func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 	ctx := context.Background()
 	const cooldown = 50 * time.Millisecond
 	clock := conformance.NewClock(conformance.Epoch) // safe for concurrent use: the probe runs on its own goroutine
-	b := mustBreaker(t, 2, cooldown, ratelimit.WithBreakerClock(clock))
+	b := mustBreaker(t, 2, cooldown, breaker.WithClock(clock))
 	l, f, _ := newFlaky(t, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1000, Window: time.Minute, OnFailure: ratelimit.FailClosed, Timeout: 5 * time.Second},
 		ratelimit.WithClock(clock), ratelimit.WithBreaker(b))
 	f.set(connReset, nil)
 	l.Allow(ctx, "k")
 	l.Allow(ctx, "k")
-	if s := b.State(); s != ratelimit.BreakerOpen {
+	if s := b.State(); s != breaker.Open {
 		t.Fatalf("after 2 failures: %v, want open", s)
 	}
 	clock.Advance(cooldown - time.Nanosecond)
-	if s := b.State(); s != ratelimit.BreakerOpen {
+	if s := b.State(); s != breaker.Open {
 		t.Fatalf("1ns before the cool-down ends: %v, want open", s)
 	}
 	clock.Advance(time.Nanosecond)
-	if s := b.State(); s != ratelimit.BreakerHalfOpen {
+	if s := b.State(); s != breaker.HalfOpen {
 		t.Fatalf("after the cool-down: %v, want half-open", s)
 	}
 	// The probe hangs; meanwhile every other decision is degraded at once.
@@ -568,7 +570,7 @@ func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 	if r := <-probe; r.Degraded || !r.Allowed {
 		t.Fatalf("probe = %+v, want Redis's decision", r)
 	}
-	if s := b.State(); s != ratelimit.BreakerClosed {
+	if s := b.State(); s != breaker.Closed {
 		t.Fatalf("after a good probe: %v, want closed", s)
 	}
 	// A failing probe opens it again for a whole cool-down.
@@ -578,7 +580,7 @@ func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 	clock.Advance(cooldown)
 	calls = f.calls.Load()
 	l.Allow(ctx, "k") // the probe, failing
-	if s := b.State(); s != ratelimit.BreakerOpen || f.calls.Load() != calls+1 {
+	if s := b.State(); s != breaker.Open || f.calls.Load() != calls+1 {
 		t.Fatalf("after a failed probe: %v, %d calls; want open after 1 probe", s, f.calls.Load()-calls)
 	}
 	// ... for a whole cool-down from the probe's failure
@@ -586,11 +588,11 @@ func TestBreakerHalfOpenProbesOnce(t *testing.T) {
 		t.Fatalf("just after a failed probe: %+v, want RetryAfter the whole cool-down %v", r, cooldown)
 	}
 	clock.Advance(cooldown - time.Nanosecond)
-	if s := b.State(); s != ratelimit.BreakerOpen {
+	if s := b.State(); s != breaker.Open {
 		t.Fatalf("1ns before the new cool-down ends: %v, want open", s)
 	}
 	clock.Advance(time.Nanosecond)
-	if s := b.State(); s != ratelimit.BreakerHalfOpen {
+	if s := b.State(); s != breaker.HalfOpen {
 		t.Fatalf("when the new cool-down ends: %v, want half-open", s)
 	}
 }
@@ -627,7 +629,7 @@ func TestBreakerShared(t *testing.T) {
 // what Redis would have allowed.
 func TestDenyCacheNeverDeniesWhatRedisAllows(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			ctx := context.Background()
@@ -740,7 +742,7 @@ func TestDenyCacheResetAndBound(t *testing.T) {
 	if r, _ := l.Allow(ctx, "x"); !r.Allowed {
 		t.Fatalf("after Reset: %+v, want allowed", r)
 	}
-	if l, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute}, ratelimit.WithDenyCache(10)); err != nil || ratelimit.DenyCacheLen(l) != -1 {
+	if l, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Minute}, ratelimit.WithDenyCache(10)); err != nil || ratelimit.DenyCacheLen(l) != -1 {
 		t.Fatalf("NewLocal with a deny cache: %v, want it accepted and unused", err)
 	}
 }

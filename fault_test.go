@@ -20,7 +20,9 @@ import (
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Fault tests: a real redis-server, started by the test, is killed, paused,
@@ -73,7 +75,7 @@ type fault struct {
 }
 
 func hotKey(l *ratelimit.Limiter) string {
-	return l.Strategy().(interface{ Key(string) string }).Key("hot")
+	return ratelimit.StrategyOf(l).(interface{ Key(string) string }).Key("hot")
 }
 
 var faults = []fault{
@@ -220,9 +222,9 @@ func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy, batched bool) {
 		}
 		sc = bc
 	}
-	breaker := mustBreaker(t, 3, cooldown)
+	br := mustBreaker(t, 3, cooldown)
 	l, err := ratelimit.New(sc, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: faultLimit, Window: time.Minute,
-		OnFailure: p, LocalShare: faultShare, Timeout: f.timeout}, ratelimit.WithBreaker(breaker), ratelimit.WithObserver(causeObserver{}))
+		OnFailure: p, LocalShare: faultShare, Timeout: f.timeout}, ratelimit.WithBreaker(br), ratelimit.WithObserver(causeObserver{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,14 +399,14 @@ func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy, batched bool) {
 
 	// Without load, Redis enforces again: the breaker closes and a fresh
 	// subject gets exactly the limit.
-	for deadline := time.Now().Add(cooldown + faultMargin); breaker.State() != ratelimit.BreakerClosed && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(cooldown + faultMargin); br.State() != breaker.Closed && time.Now().Before(deadline); {
 		l.Peek(ctx, "hot")
 		time.Sleep(10 * time.Millisecond)
 	}
 	for i := 0; i <= faultLimit; i++ {
 		r, err := l.Allow(ctx, "after")
 		if err != nil || r.Degraded || r.Allowed != (i < faultLimit) {
-			t.Fatalf("after the fault, Allow %d = %+v, %v; want Redis's decision, the first %d allowed (breaker %v)", i+1, r, err, faultLimit, breaker.State())
+			t.Fatalf("after the fault, Allow %d = %+v, %v; want Redis's decision, the first %d allowed (breaker %v)", i+1, r, err, faultLimit, br.State())
 		}
 	}
 	if r, err := l.Peek(ctx, "hot"); err != nil || r.Degraded {
@@ -425,7 +427,7 @@ func runFault(t *testing.T, f fault, p ratelimit.FailurePolicy, batched bool) {
 // goroutines in time produces on a healthy Redis.
 func loadCaused(cause error) bool {
 	var ne net.Error
-	return errors.Is(cause, ratelimit.ErrCircuitOpen) ||
+	return errors.Is(cause, breaker.ErrOpen) ||
 		errors.Is(cause, context.DeadlineExceeded) && strings.Contains(cause.Error(), "within Timeout") ||
 		errors.As(cause, &ne) && ne.Timeout() // go-redis with ContextTimeoutEnabled
 }
@@ -599,7 +601,7 @@ func TestMaxmemoryEveryAlgorithm(t *testing.T) {
 	srv := testredis.Start(t)
 	admin := srv.Client(t)
 	rdb := srv.Client(t)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			b := mustBreaker(t, 2, time.Hour)
 			l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: a, Limit: 3, Window: time.Minute, Prefix: string(a) + ":",
@@ -628,7 +630,7 @@ func TestMaxmemoryEveryAlgorithm(t *testing.T) {
 					t.Fatalf("Redis denied a fresh subject: %+v", r)
 				}
 			}
-			if s := b.State(); s != ratelimit.BreakerClosed {
+			if s := b.State(); s != breaker.Closed {
 				t.Fatalf("breaker %v after OOM replies, want closed: Redis answered", s)
 			}
 			if err := admin.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {

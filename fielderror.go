@@ -7,45 +7,82 @@ import (
 	"sync"
 
 	"github.com/ratekit/ratelimit/internal/fielderr"
+	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
-// FieldError is an invalid value of one Config field. New, NewLocal, Wrap
-// and the Set's constructors return it (inside a *PolicyError for a Set),
-// so that errors.As finds the field; it wraps the sentinel
-// (strategy.ErrInvalidLimit, strategy.ErrInvalidOption), so errors.Is
-// works too. Its message names Go fields; a *PolicyError from
-// ParsePolicies names JSON ones.
+// FieldError is an invalid Config field or policy; errors.As finds it in
+// the errors of New, Wrap, NewSet, Set.Update and Policies.UnmarshalJSON,
+// and it wraps the sentinel (strategy.ErrInvalidLimit...). A Config's error
+// names Go fields ("ratelimit: invalid limit: Window must be > 0, got 0s");
+// a policy's names it and the JSON path (`ratelimit: policy "login": field
+// "window": ...`), in JSON terms when it comes from a document.
 type FieldError struct {
-	Field string // the field's Go path: "Window", "Tiers.pro.Limit", "Candidate.Window"
-	JSON  string // its path in a policy document: "window", "tiers.pro.limit", "candidate.window"
-	Err   error  // what is wrong with it
+	Policy string // the policy's name; "" for New and Wrap
+	Field  string // the Go path: "Tiers.pro.Limit"; "" for the policy as a whole
+	JSON   string // the JSON path: "tiers.pro.limit", "rules[1].window"
+	Err    error  // what is wrong
 
-	jsonMsg string // Err's message with the JSON names of the fields
+	sentinel error                                 // with text: the sentinel Err wraps
+	text     func(name func(string) string) string // the message after the sentinel's, with the field names given; nil: Err's message
+	json     bool                                  // read from a policy document: the message names JSON fields
+	inSet    bool                                  // of a policy (Policy may be "", an invalid name)
 }
 
-// Error returns Err's message, e.g. "ratelimit: invalid limit: Window must
-// be > 0, got 0s".
-func (e *FieldError) Error() string { return e.Err.Error() }
+// Error returns the message, as the type's doc describes.
+func (e *FieldError) Error() string {
+	if !e.inSet && !e.json {
+		return e.Err.Error()
+	}
+	var b strings.Builder
+	b.WriteString("ratelimit: policy ")
+	b.WriteString(quote.Value(e.Policy))
+	b.WriteString(": ")
+	if e.JSON != "" {
+		b.WriteString("field ")
+		b.WriteString(quote.Value(e.JSON))
+		b.WriteString(": ")
+	}
+	if e.text == nil {
+		b.WriteString(e.Err.Error())
+		return b.String()
+	}
+	names := fielderr.Go
+	if e.json {
+		names = jsonName
+	}
+	b.WriteString(sentinelName(e.sentinel))
+	b.WriteString(": ")
+	b.WriteString(e.text(names))
+	return b.String()
+}
 
 // Unwrap returns Err.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// jsonMessage returns the message with the fields named as in JSON.
-func (e *FieldError) jsonMessage() string {
-	if e.jsonMsg == "" {
-		return e.Err.Error()
+// sentinelName returns what a sentinel's message says after the package
+// name, so that a policy's message has one prefix.
+func sentinelName(s error) string {
+	switch s {
+	case strategy.ErrInvalidLimit:
+		return "invalid limit"
+	case strategy.ErrInvalidOption:
+		return "invalid option"
+	case strategy.ErrInvalidKey:
+		return "invalid key"
+	case strategy.ErrInvalidCost:
+		return "invalid cost"
 	}
-	return e.jsonMsg
+	return s.Error()
 }
 
 // newFieldError returns the *FieldError of the field at goPath (jsonPath
-// in JSON): the sentinel's message, ctx (Go) or jsonCtx (JSON), then what
-// text writes with the field names it is given.
-func newFieldError(sentinel error, goPath, jsonPath, ctx, jsonCtx string, text func(name func(string) string) string) *FieldError {
+// in JSON): the sentinel's message, then what text writes with the field
+// names it is given.
+func newFieldError(sentinel error, goPath, jsonPath string, text func(name func(string) string) string) *FieldError {
 	leaf := goPath[strings.LastIndexByte(goPath, '.')+1:]
-	return &FieldError{Field: goPath, JSON: jsonPath,
-		Err:     fielderr.New(sentinel, ctx, leaf, text),
-		jsonMsg: sentinel.Error() + ": " + jsonCtx + text(jsonName)}
+	return &FieldError{Field: goPath, JSON: jsonPath, Err: fielderr.New(sentinel, "", leaf, text),
+		sentinel: sentinel, text: text}
 }
 
 // asFieldError returns the *FieldError err holds, or one for the field
@@ -56,23 +93,37 @@ func asFieldError(err error) *FieldError {
 		return fe
 	}
 	if fe := (*fielderr.Error)(nil); errors.As(err, &fe) {
-		return &FieldError{Field: fe.Field, JSON: jsonName(fe.Field), Err: err,
-			jsonMsg: fe.Sentinel.Error() + ": " + fe.Detail(jsonName)}
+		return &FieldError{Field: fe.Field, JSON: jsonName(fe.Field), Err: err, sentinel: fe.Sentinel, text: fe.Detail}
 	}
 	return nil
 }
 
 // within returns fe as a field of the Config field parent ("Candidate"),
-// err its Go error and jsonSuffix added to its JSON message.
-func (fe *FieldError) within(parent string, err error, jsonSuffix string) *FieldError {
-	return &FieldError{Field: parent + "." + fe.Field, JSON: jsonName(parent) + "." + fe.JSON,
-		Err: err, jsonMsg: fe.jsonMessage() + jsonSuffix}
+// err its Go error and suffix what its message adds, with the names given.
+func (fe *FieldError) within(parent string, err error, suffix func(name func(string) string) string) *FieldError {
+	out := &FieldError{Field: parent + "." + fe.Field, JSON: jsonName(parent) + "." + fe.JSON, Err: err, sentinel: fe.sentinel}
+	if text := fe.text; text != nil {
+		out.text = func(name func(string) string) string { return text(name) + suffix(name) }
+	}
+	return out
+}
+
+// ofPolicy returns err, from validating or building policy name, as a
+// *FieldError of that policy (a copy: err is not changed).
+func ofPolicy(name string, err error) *FieldError {
+	fe := asFieldError(err)
+	if fe == nil {
+		return &FieldError{Policy: name, Err: err, inSet: true}
+	}
+	c := *fe
+	c.Policy, c.inSet = name, true
+	return &c
 }
 
 // jsonNames maps the Go name of each Config field to its JSON name, from
-// the struct tags of policyJSON.
+// the struct tags of policyDoc.
 var jsonNames = sync.OnceValue(func() map[string]string {
-	t := reflect.TypeFor[policyJSON]()
+	t := reflect.TypeFor[policyDoc]()
 	names := make(map[string]string, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)

@@ -2,11 +2,13 @@ package ratelimit_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -41,15 +43,15 @@ func TestFieldErrorNamesTheField(t *testing.T) {
 			c.Candidate = &ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 5}
 		}), "Candidate.Window", "candidate.window", "Window must be > 0", strategy.ErrInvalidLimit},
 		{"candidate mode", with(func(c *ratelimit.Config) {
-			c.Candidate = &ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Minute, Mode: ratelimit.ModeShadow}
+			c.Candidate = &ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Minute, Mode: "shadow"}
 		}), "Candidate.Mode", "candidate.mode", "Candidate: Mode must be empty", strategy.ErrInvalidOption},
 		{"multi with a limit", ratelimit.Config{Algorithm: ratelimit.Multi, Limit: 5,
-			Rules: []ratelimit.Rule{{Algorithm: ratelimit.SlidingLog, Limit: ratelimit.Limit{Limit: 1, Window: time.Second}}}}, "Limit", "limit", "must be 0", strategy.ErrInvalidOption},
+			Rules: []multilimit.Rule{{Algorithm: ratelimit.SlidingLog, Limit: ratelimit.Limit{Limit: 1, Window: time.Second}}}}, "Limit", "limit", "must be 0", strategy.ErrInvalidOption},
 		{"rule window", ratelimit.Config{Algorithm: ratelimit.Multi,
-			Rules: []ratelimit.Rule{{Algorithm: ratelimit.SlidingLog, Limit: ratelimit.Limit{Limit: 1}}}}, "Rules", "rules", "rules[0]: Window must be > 0", strategy.ErrInvalidLimit},
+			Rules: []multilimit.Rule{{Algorithm: ratelimit.SlidingLog, Limit: ratelimit.Limit{Limit: 1}}}}, "Rules", "rules", "rules[0]: Window must be > 0", strategy.ErrInvalidLimit},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ratelimit.NewLocal(c.cfg)
+			_, err := ratelimit.New(nil, c.cfg)
 			var fe *ratelimit.FieldError
 			if !errors.As(err, &fe) || fe.Field != c.field || fe.JSON != c.json {
 				t.Fatalf("NewLocal: err = %v (%#v); want a *FieldError of %s (%s)", err, fe, c.field, c.json)
@@ -57,10 +59,10 @@ func TestFieldErrorNamesTheField(t *testing.T) {
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("NewLocal: err = %q; want it to wrap %v and say %q", err, c.is, c.says)
 			}
-			err = ratelimit.Policies{"p": c.cfg}.Validate()
-			var pe *ratelimit.PolicyError
-			if !errors.As(err, &pe) || pe.Field != c.json || !errors.As(err, &fe) || fe.Field != c.field {
-				t.Errorf("Validate: err = %v; want a *PolicyError of field %q holding a *FieldError of %s", err, c.json, c.field)
+			err = validate(ratelimit.Policies{"p": c.cfg})
+			var pe *ratelimit.FieldError
+			if !errors.As(err, &pe) || pe.JSON != c.json || pe.Policy != "p" || !errors.As(err, &fe) || fe.Field != c.field {
+				t.Errorf("Validate: err = %v; want a *FieldError of field %q holding a *FieldError of %s", err, c.json, c.field)
 			}
 			if !strings.Contains(err.Error(), c.says) {
 				t.Errorf("Validate: err = %q; want it to say %q (Go names)", err, c.says)
@@ -74,11 +76,11 @@ func TestFieldErrorNamesTheField(t *testing.T) {
 func TestPoliciesRoundTrip(t *testing.T) {
 	p := ratelimit.Policies{
 		"login": {Algorithm: ratelimit.TokenBucket, Limit: 5, Window: time.Minute, Burst: 10, Prefix: "x:",
-			Mode: ratelimit.ModeShadow, Tiers: map[string]ratelimit.Limit{"pro": {Limit: 50, Burst: 100}},
+			Mode: "shadow", Tiers: map[string]ratelimit.Limit{"pro": {Limit: 50, Burst: 100}},
 			OnFailure: ratelimit.FailLocal, LocalShare: 0.5, Timeout: 250 * time.Millisecond,
 			Candidate: &ratelimit.Config{Algorithm: ratelimit.GCRA, Limit: 6, Window: time.Minute, Burst: 12}},
 		"search": {Algorithm: ratelimit.FixedWindow, Limit: 100, Window: time.Second, Shards: 4},
-		"multi": {Algorithm: ratelimit.Multi, Rules: []ratelimit.Rule{
+		"multi": {Algorithm: ratelimit.Multi, Rules: []multilimit.Rule{
 			{Algorithm: ratelimit.SlidingLog, Limit: ratelimit.Limit{Limit: 10, Window: time.Second}},
 			{Algorithm: ratelimit.FixedWindow, Limit: ratelimit.Limit{Limit: 1000, Window: time.Hour}},
 		}},
@@ -87,12 +89,12 @@ func TestPoliciesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ratelimit.ParsePolicies(b)
+	got, err := parsePolicies(b)
 	if err != nil {
-		t.Fatalf("ParsePolicies(%s): %v", b, err)
+		t.Fatalf("UnmarshalJSON(%s): %v", b, err)
 	}
-	if d := p.Diff(got); !d.Empty() {
-		t.Errorf("round trip through %s: %s", b, d)
+	if !reflect.DeepEqual(got, p) {
+		t.Errorf("round trip through %s = %+v; want %+v", b, got, p)
 	}
 	again, err := got.MarshalJSON()
 	if err != nil || string(again) != string(b) {

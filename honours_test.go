@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // fakeHonourer is a client that says whether it honours contexts.
@@ -55,7 +56,7 @@ func TestInlineByBehaviour(t *testing.T) {
 		{"a client that says it does not", fakeHonourer{withCtx, false}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, a := range Algorithms() {
+			for _, a := range strategy.Algorithms() {
 				l, err := New(tc.rdb, Config{Algorithm: a, Limit: 10, Window: time.Second})
 				if err != nil {
 					t.Fatal(err)

@@ -52,7 +52,7 @@ func TestInvalidInputNeverDegrades(t *testing.T) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return l, func() (ratelimit.Result, error) { return l.Tier("pro").Allow(ctx, "bad") }, nil
+		return l, func() (ratelimit.Result, error) { return mustTier(t, l, "pro").AllowN(ctx, "bad", 1) }, nil
 	}
 	type build func(ratelimit.FailurePolicy) (*ratelimit.Limiter, func() (ratelimit.Result, error), error)
 	type testCase struct {

@@ -44,7 +44,7 @@ func TestParsePoliciesBounds(t *testing.T) {
 	if len(atMax) > ratelimit.MaxPolicyBytes {
 		t.Fatalf("MaxPolicies policies take %d bytes, above MaxPolicyBytes %d", len(atMax), ratelimit.MaxPolicyBytes)
 	}
-	if _, err := ratelimit.ParsePolicies(atMax); err != nil {
+	if _, err := parsePolicies(atMax); err != nil {
 		t.Fatalf("%d policies: %v", ratelimit.MaxPolicies, err)
 	}
 	huge := manyPolicies(3 << 20 / 64) // about 3 MB
@@ -63,7 +63,7 @@ func TestParsePoliciesBounds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
-			got := allocated(func() { _, err = ratelimit.ParsePolicies(c.doc) })
+			got := allocated(func() { _, err = parsePolicies(c.doc) })
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -81,10 +81,10 @@ func TestParsePoliciesBounds(t *testing.T) {
 	for i := range ratelimit.MaxPolicies + 1 {
 		many[fmt.Sprint("p", i)] = ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Minute}
 	}
-	if err := many.Validate(); err == nil || !strings.Contains(err.Error(), "at most") {
+	if err := validate(many); err == nil || !strings.Contains(err.Error(), "at most") {
 		t.Errorf("Validate of %d policies = %v; want an error", len(many), err)
 	}
-	if _, err := ratelimit.NewLocalSet(many); err == nil {
+	if _, err := ratelimit.NewSet(nil, many); err == nil {
 		t.Errorf("NewLocalSet of %d policies: no error", len(many))
 	}
 }
@@ -107,7 +107,7 @@ func TestPolicyErrorsQuoteAShortPrefix(t *testing.T) {
 		{"shared namespace", `{"a` + strings.Repeat("b", 100) + `": {` + ok + `}, "b": {` + ok + `, "prefix": "rl:a` + strings.Repeat("b", 100) + `:"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ratelimit.ParsePolicies([]byte(c.json))
+			_, err := parsePolicies([]byte(c.json))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -119,14 +119,14 @@ func TestPolicyErrorsQuoteAShortPrefix(t *testing.T) {
 			}
 		})
 	}
-	set, err := ratelimit.NewLocalSet(ratelimit.Policies{"login": {Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Minute}})
+	set, err := ratelimit.NewSet(nil, ratelimit.Policies{"login": {Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := set.Get(long); err == nil || len(err.Error()) > 400 {
 		t.Errorf("Get(%d bytes) = %d bytes of error", len(long), len(fmt.Sprint(err)))
 	}
-	if _, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.Algorithm(long), Limit: 1, Window: time.Second}); err == nil || len(err.Error()) > 400 {
+	if _, err := ratelimit.New(nil, ratelimit.Config{Algorithm: strategy.Algorithm(long), Limit: 1, Window: time.Second}); err == nil || len(err.Error()) > 400 {
 		t.Errorf("NewLocal with a %d-byte Algorithm = %d bytes of error", len(long), len(fmt.Sprint(err)))
 	}
 }

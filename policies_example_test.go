@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // Per-endpoint policies from a JSON configuration: each policy gets its own
 // limiter and its own key namespace, and swapping an endpoint's algorithm is
 // a change to its "algorithm" field.
-func ExampleParsePolicies() {
+func ExamplePolicies_UnmarshalJSON() {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		panic(err)
@@ -24,10 +25,11 @@ func ExampleParsePolicies() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	policies, err := ratelimit.ParsePolicies([]byte(`{
+	var policies ratelimit.Policies
+	err := json.Unmarshal([]byte(`{
 		"login":  {"algorithm": "sliding_log", "limit": 2, "window": "1m", "on_failure": "closed", "timeout": "10s"},
 		"search": {"algorithm": "token_bucket", "limit": 100, "window": "1s", "burst": 200, "timeout": "10s"}
-	}`)) // timeout: generous, so that the example never degrades on a loaded machine
+	}`), &policies) // timeout: generous, so that the example never degrades on a loaded machine
 	if err != nil {
 		panic(err) // names the policy and the field
 	}
@@ -52,7 +54,8 @@ func ExampleParsePolicies() {
 	fmt.Printf("search: allowed=%v remaining=%d\n", r.Allowed, r.Remaining)
 	fmt.Println("keys:", mr.Keys())
 
-	_, err = ratelimit.ParsePolicies([]byte(`{"upload": {"algorithm": "sliding_log", "limit": 1000, "window": "1 hour"}}`))
+	var bad ratelimit.Policies
+	err = json.Unmarshal([]byte(`{"upload": {"algorithm": "sliding_log", "limit": 1000, "window": "1 hour"}}`), &bad)
 	fmt.Println(err)
 	// Output:
 	// login 1: allowed=true remaining=1

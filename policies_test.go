@@ -17,7 +17,7 @@ import (
 )
 
 func TestParsePoliciesEveryAlgorithm(t *testing.T) {
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			data := fmt.Sprintf(`{
 				"login":  {"algorithm": %q, "limit": 5, "window": "1m"},
@@ -25,7 +25,7 @@ func TestParsePoliciesEveryAlgorithm(t *testing.T) {
 				"upload": {"algorithm": %q, "limit": 1000, "window": "1h30m", "prefix": "svc:",
 				           "on_failure": "local", "local_share": 0.25, "timeout": "250ms"}
 			}`, a, a, a)
-			got, err := ratelimit.ParsePolicies([]byte(data))
+			got, err := parsePolicies([]byte(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -36,14 +36,14 @@ func TestParsePoliciesEveryAlgorithm(t *testing.T) {
 					OnFailure: ratelimit.FailLocal, LocalShare: 0.25, Timeout: 250 * time.Millisecond},
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("ParsePolicies =\n%+v\nwant\n%+v", got, want)
+				t.Fatalf("UnmarshalJSON =\n%+v\nwant\n%+v", got, want)
 			}
 			// and back: MarshalJSON writes what UnmarshalJSON reads
 			b, err := json.Marshal(got)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := ratelimit.ParsePolicies(b)
+			again, err := parsePolicies(b)
 			if err != nil || !reflect.DeepEqual(again, want) {
 				t.Fatalf("round trip through %s = %+v, %v; want %+v", b, again, err, want)
 			}
@@ -52,7 +52,7 @@ func TestParsePoliciesEveryAlgorithm(t *testing.T) {
 }
 
 func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
-	a := ratelimit.Algorithms()[0]
+	a := strategy.Algorithms()[0]
 	ok := fmt.Sprintf(`"algorithm": %q, "limit": 5, "window": "1m"`, a)
 	for _, c := range []struct {
 		name string
@@ -116,20 +116,20 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 		{"unknown mode", `{"login": {` + ok + `, "mode": "loud"}}`,
 			[]string{`policy "login"`, `field "mode"`, `"loud"`}, strategy.ErrInvalidOption},
 		{"tier not an object", `{"login": {` + ok + `, "tiers": {"pro": 5}}}`,
-			[]string{`policy "login"`, `field "tiers"`, "want a JSON object"}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "tiers.pro"`, "want a JSON object"}, strategy.ErrInvalidOption},
 		{"tier without a limit", `{"login": {` + ok + `, "tiers": {"pro": {"burst": 5}}}}`,
-			[]string{`policy "login"`, `field "tiers"`, `"limit" missing`}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "tiers.pro.limit"`, "missing"}, strategy.ErrInvalidOption},
 		{"tier with an unknown field", `{"login": {` + ok + `, "tiers": {"pro": {"limit": 5, "window": "1m"}}}}`,
-			[]string{`policy "login"`, `field "tiers"`, `unknown field "window"`}, strategy.ErrInvalidOption},
+			[]string{`policy "login"`, `field "tiers.pro.window"`, `unknown field "window"`}, strategy.ErrInvalidOption},
 		{"negative tier limit", `{"login": {` + ok + `, "tiers": {"pro": {"limit": -5}}}}`,
 			[]string{`policy "login"`, `field "tiers.pro.limit"`, `tier "pro"`, "limit must be >= 0"}, strategy.ErrInvalidLimit},
 		{"shared namespace", `{"ab": {` + ok + `}, "b": {` + ok + `, "prefix": "rl:a"}}`,
 			[]string{`policy "b"`, `field "prefix"`, `"rl:ab:"`, `policy "ab"`}, strategy.ErrInvalidOption},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := ratelimit.ParsePolicies([]byte(c.json))
+			p, err := parsePolicies([]byte(c.json))
 			if err == nil {
-				t.Fatalf("ParsePolicies(%s) = %+v; want an error", c.json, p)
+				t.Fatalf("UnmarshalJSON(%s) = %+v; want an error", c.json, p)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
@@ -139,9 +139,9 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 			if !errors.Is(err, c.is) {
 				t.Errorf("error %q does not wrap %v", err, c.is)
 			}
-			var pe *ratelimit.PolicyError
+			var pe *ratelimit.FieldError
 			if strings.Contains(c.want[0], "policy ") && (!errors.As(err, &pe) || !strings.Contains(c.want[0], fmt.Sprintf("%q", pe.Policy))) {
-				t.Errorf("error %q is not a *PolicyError for %s", err, c.want[0])
+				t.Errorf("error %q is not a *FieldError for %s", err, c.want[0])
 			}
 			for _, goName := range []string{"OnFailure", "LocalShare", "Timeout must", "Window must", "Algorithm must", "Shards must", "Burst must"} {
 				if strings.Contains(err.Error(), goName) {
@@ -156,7 +156,7 @@ func TestParsePoliciesErrorsNameThePolicyAndField(t *testing.T) {
 }
 
 func TestParsePoliciesInsideALargerConfig(t *testing.T) {
-	a := ratelimit.Algorithms()[0]
+	a := strategy.Algorithms()[0]
 	var cfg struct {
 		Listen string             `json:"listen"`
 		Limits ratelimit.Policies `json:"limits"`
@@ -175,7 +175,7 @@ func TestParsePoliciesInsideALargerConfig(t *testing.T) {
 }
 
 func TestSetGivesEachPolicyItsOwnKeys(t *testing.T) {
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			mr, rdb := conformance.Miniredis(t)
 			clock := conformance.NewClock(conformance.Epoch)
@@ -189,7 +189,7 @@ func TestSetGivesEachPolicyItsOwnKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := set.Names(); !reflect.DeepEqual(got, []string{"login", "search"}) {
+			if got := ratelimit.SetNames(set); !reflect.DeepEqual(got, []string{"login", "search"}) {
 				t.Fatalf("Names() = %v", got)
 			}
 			login, err := set.Get("login")
@@ -258,11 +258,11 @@ func TestSetSwapAlgorithm(t *testing.T) {
 	_, rdb := conformance.Miniredis(t)
 	clock := conformance.NewClock(conformance.Epoch)
 	ctx := context.Background()
-	algs := ratelimit.Algorithms()
+	algs := strategy.Algorithms()
 	for i, from := range algs {
 		to := algs[(i+1)%len(algs)]
 		t.Run(string(from)+"->"+string(to), func(t *testing.T) {
-			for j, a := range []ratelimit.Algorithm{from, to} {
+			for j, a := range []strategy.Algorithm{from, to} {
 				set, err := ratelimit.NewSet(rdb, ratelimit.Policies{"search": {Algorithm: a, Limit: 1, Window: time.Minute, Timeout: 10 * time.Second}}, ratelimit.WithClock(clock))
 				if err != nil {
 					t.Fatal(err)
@@ -282,7 +282,7 @@ func TestSetSwapAlgorithm(t *testing.T) {
 
 func TestSetErrors(t *testing.T) {
 	_, rdb := conformance.Miniredis(t)
-	a := ratelimit.Algorithms()[0]
+	a := strategy.Algorithms()[0]
 	valid := ratelimit.Config{Algorithm: a, Limit: 1, Window: time.Second}
 	for _, c := range []struct {
 		name string
@@ -303,8 +303,8 @@ func TestSetErrors(t *testing.T) {
 				fn   func() (*ratelimit.Set, error)
 			}{
 				{"NewSet", func() (*ratelimit.Set, error) { return ratelimit.NewSet(rdb, c.p) }},
-				{"NewLocalSet", func() (*ratelimit.Set, error) { return ratelimit.NewLocalSet(c.p) }},
-				{"Validate", func() (*ratelimit.Set, error) { return nil, c.p.Validate() }},
+				{"NewSet in process", func() (*ratelimit.Set, error) { return ratelimit.NewSet(nil, c.p) }},
+				{"Validate", func() (*ratelimit.Set, error) { return nil, validate(c.p) }},
 			} {
 				_, err := build.fn()
 				if err == nil {
@@ -318,10 +318,13 @@ func TestSetErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ratelimit.NewSet(nil, ratelimit.Policies{"x": valid}); !errors.Is(err, strategy.ErrInvalidOption) {
-		t.Errorf("NewSet(nil) = %v; want ErrInvalidOption", err)
+	// no client: in process
+	if local, err := ratelimit.NewSet(nil, ratelimit.Policies{"x": valid}); err != nil {
+		t.Errorf("NewSet(nil) = %v; want an in-process Set", err)
+	} else if r, err := mustGet(t, local, "x").Allow(context.Background(), "u"); err != nil || !r.Allowed || r.Degraded {
+		t.Errorf("NewSet(nil): Allow = %+v, %v; want allowed in process", r, err)
 	}
-	set, err := ratelimit.NewLocalSet(ratelimit.Policies{"login": valid, "search": valid})
+	set, err := ratelimit.NewSet(nil, ratelimit.Policies{"login": valid, "search": valid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,4 +332,29 @@ func TestSetErrors(t *testing.T) {
 		!strings.Contains(err.Error(), `"logn"`) || !strings.Contains(err.Error(), `"login", "search"`) {
 		t.Errorf(`Get("logn") = %v; want an error naming it and listing the policies`, err)
 	}
+}
+
+// parsePolicies decodes a policy document as json.Unmarshal does, calling
+// UnmarshalJSON directly so that malformed JSON reaches it too.
+func parsePolicies(data []byte) (ratelimit.Policies, error) {
+	var p ratelimit.Policies
+	if err := p.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// validate reports what NewSet reports of p, on no Redis.
+func validate(p ratelimit.Policies) error {
+	_, err := ratelimit.NewSet(nil, p)
+	return err
+}
+
+// updateJSON reloads set from a policy document.
+func updateJSON(set *ratelimit.Set, data []byte) error {
+	p, err := parsePolicies(data)
+	if err != nil {
+		return err
+	}
+	return set.Update(p)
 }

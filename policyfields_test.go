@@ -32,13 +32,13 @@ func TestParsePoliciesCandidateFields(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			doc := fmt.Sprintf(`{"login": {%s, "candidate": %s}}`, policy, c.candidate)
-			p, err := ratelimit.ParsePolicies([]byte(doc))
+			p, err := parsePolicies([]byte(doc))
 			if err == nil {
-				t.Fatalf("ParsePolicies(%s) = %+v; want an error", doc, p)
+				t.Fatalf("UnmarshalJSON(%s) = %+v; want an error", doc, p)
 			}
-			var pe *ratelimit.PolicyError
-			if !errors.As(err, &pe) || pe.Policy != "login" || pe.Field != c.field {
-				t.Errorf("err = %q; want a *PolicyError of policy login, field %q", err, c.field)
+			var pe *ratelimit.FieldError
+			if !errors.As(err, &pe) || pe.Policy != "login" || pe.JSON != c.field {
+				t.Errorf("err = %q; want a *FieldError of policy login, field %q", err, c.field)
 			}
 			if !strings.Contains(err.Error(), fmt.Sprintf("field %q", c.field)) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("err = %q; want it to say field %q and %q", err, c.field, c.says)
@@ -59,7 +59,7 @@ func TestParsePoliciesCandidateFields(t *testing.T) {
 // rejected for its algorithm, listing the valid names, even when the fields
 // an algorithm needs are missing; a reload keeps the old policies.
 func TestUnknownAlgorithmNamesAlgorithm(t *testing.T) {
-	set, err := ratelimit.NewLocalSet(ratelimit.Policies{"login": {Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute}})
+	set, err := ratelimit.NewSet(nil, ratelimit.Policies{"login": {Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,21 +75,21 @@ func TestUnknownAlgorithmNamesAlgorithm(t *testing.T) {
 				field = "candidate.algorithm"
 			}
 			for what, err := range map[string]error{
-				"ParsePolicies": func() error { _, err := ratelimit.ParsePolicies([]byte(c.doc)); return err }(),
-				"UpdateJSON":    set.UpdateJSON([]byte(c.doc)),
+				"ParsePolicies": func() error { _, err := parsePolicies([]byte(c.doc)); return err }(),
+				"UpdateJSON":    updateJSON(set, []byte(c.doc)),
 			} {
-				var pe *ratelimit.PolicyError
-				if !errors.As(err, &pe) || pe.Field != field || !errors.Is(err, strategy.ErrInvalidOption) {
-					t.Errorf("%s: err = %v; want a *PolicyError of field %q wrapping ErrInvalidOption", what, err, field)
+				var pe *ratelimit.FieldError
+				if !errors.As(err, &pe) || pe.JSON != field || !errors.Is(err, strategy.ErrInvalidOption) {
+					t.Errorf("%s: err = %v; want a *FieldError of field %q wrapping ErrInvalidOption", what, err, field)
 					continue
 				}
-				for _, a := range append(ratelimit.Algorithms(), ratelimit.Multi) {
+				for _, a := range append(strategy.Algorithms(), ratelimit.Multi) {
 					if !strings.Contains(err.Error(), fmt.Sprintf("%q", a)) {
 						t.Errorf("%s: err = %q; want it to list %q", what, err, a)
 					}
 				}
 			}
-			if got := set.Policies()["login"]; got.Algorithm != ratelimit.SlidingLog || got.Limit != 5 {
+			if got := mustGet(t, set, "login").Config(); got.Algorithm != ratelimit.SlidingLog || got.Limit != 5 {
 				t.Errorf("after a failed UpdateJSON, login = %+v; want the old policy", got)
 			}
 		})

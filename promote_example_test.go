@@ -13,7 +13,7 @@ import (
 // subject that spent its limit stays denied.
 func ExampleSet_Update_promote() {
 	ctx := context.Background()
-	set, err := ratelimit.NewLocalSet(mustParse(`{
+	set, err := ratelimit.NewSet(nil, mustParse(`{
 		"api": {"algorithm": "fixed_window", "limit": 3, "window": "1m",
 			"candidate": {"algorithm": "sliding_log", "limit": 3, "window": "1m"}}
 	}`))
@@ -32,7 +32,7 @@ func ExampleSet_Update_promote() {
 		allow()
 	}
 	// the candidate's fields become the policy's
-	err = set.UpdateJSON([]byte(`{"api": {"algorithm": "sliding_log", "limit": 3, "window": "1m"}}`))
+	err = set.Update(mustParse(`{"api": {"algorithm": "sliding_log", "limit": 3, "window": "1m"}}`))
 	fmt.Println("promoted:", err)
 	allow()
 	// Output:

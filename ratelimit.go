@@ -1,34 +1,20 @@
 // Package ratelimit limits how often users, API keys or IPs may act, across
 // many servers, through Redis.
 //
-// Build one Limiter per endpoint from a Config that names an algorithm,
-// then ask it before each request:
-//
 //	l, err := ratelimit.New(rdb, ratelimit.Config{
 //		Algorithm: ratelimit.SlidingLog, Limit: 100, Window: time.Minute,
 //	})
 //	r, err := l.Allow(ctx, "user:42")
 //	if !r.Allowed { /* 429, retry after r.RetryAfter */ }
 //
-// The algorithms trade exactness for memory (see Algorithm and
-// docs/strategies.md): the sliding log and compact log are exact, the others store
-// one or two integers per subject. Each lives in a package of its own with
-// an in-process twin (NewLocal); package strategy holds their contract,
-// and Wrap puts any strategy.Strategy (sharded, multilimit, your own)
-// behind the same Limiter.
-//
-// What a Limiter adds around a strategy:
-//   - a failure policy for when Redis is down or slow (FailurePolicy,
-//     Config.Timeout, Breaker): open, closed, or a local twin;
-//   - a cache of denials that saves round trips (WithDenyCache);
-//   - an Observer told of every decision (package ratelimitotel);
-//   - Wait, which blocks until a request may pass;
-//   - Policies: named Configs from JSON, built into a Set;
-//   - changes on live traffic: shadow mode (Mode), per-subject limits
-//     (Tiers), refunds (RefundN).
-//
-// Package httplimit is HTTP middleware over a Limiter; package batch shares
-// Redis pipelines among concurrent decisions. A Limiter is safe for
+// New builds a Limiter from a Config (with a nil client, in this process
+// only), Wrap from any strategy.Strategy, NewSet one per named policy of a
+// Policies, which json.Unmarshal reads. Around its strategy a Limiter adds a
+// failure policy for when Redis fails (FailurePolicy, package breaker), a
+// denial cache (WithDenyCache), an Observer (package ratelimitotel), Wait,
+// shadow mode, tiers (Tier, which fails for an unknown name), refunds and
+// reloads (Set.Update). The algorithms, their packages and their costs are
+// in docs/strategies.md; the other topics in docs/. A Limiter is safe for
 // concurrent use.
 package ratelimit
 
@@ -49,6 +35,7 @@ import (
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/internal/fielderr"
+	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/quote"
 	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/sharded"
@@ -58,59 +45,25 @@ import (
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
 
-// Result is the outcome of one decision: Allowed, Remaining (units left),
-// RetryAfter (the wait before the same request can pass) and ResetAfter (the
-// time until the subject is back to full capacity). See strategy.Result.
+// Result is the outcome of one decision (see strategy.Result).
 type Result = strategy.Result
 
-// Limit is what a strategy enforces: Limit units per Window, with Burst the
-// capacity of the token bucket and GCRA (0 means Limit); Config.Tiers holds
-// them. See strategy.Limit.
+// Limit is Limit units per Window, and a Burst (see strategy.Limit).
 type Limit = strategy.Limit
 
-// Never is the RetryAfter of a request that can never pass.
-const Never = strategy.Never
-
-// Algorithm names a rate-limiting algorithm as Config and Policies JSON
-// write it ("sliding_log", "compact_log", "sliding_counter",
-// "fixed_window", "token_bucket", "gcra", or "multi" for Config.Rules).
-// See strategy.Algorithm.
-type Algorithm = strategy.Algorithm
-
-// The algorithms a Config can name.
+// The algorithms a Config can name, each in a package of its own
+// (slidinglog, compactlog...); docs/strategies.md compares them.
 const (
-	// SlidingLog is exact: a sorted set of every request in the window.
-	// Memory grows with the requests in the window. Package slidinglog.
-	SlidingLog = strategy.SlidingLog
-	// CompactLog makes the sliding log's exact decisions from one compact
-	// string per subject: 1 to 6 bytes per unit in the window (2 for
-	// windows up to 65.5 s), Limit at most compactlog.MaxLimit. Package
-	// compactlog.
-	CompactLog = strategy.CompactLog
-	// FixedWindow counts units per window aligned to multiples of Window
-	// since the epoch: one integer per subject, but up to twice the limit
-	// across a window boundary. Package fixedwindow.
-	FixedWindow = strategy.FixedWindow
-	// TokenBucket holds up to Burst (default Limit) tokens refilled at Limit
-	// per Window, exactly: one small hash per subject. Package tokenbucket.
-	TokenBucket = strategy.TokenBucket
-	// GCRA is the generic cell rate algorithm: the token bucket's decisions
-	// from one stored instant per subject. Package gcra.
-	GCRA = strategy.GCRA
-	// SlidingCounter approximates the sliding window from the current and
-	// previous fixed windows' counts, interpolated: one integer per subject,
-	// at most about twice the limit in the worst sliding window, the limit
-	// in every aligned one. Package slidingcounter.
-	SlidingCounter = strategy.SlidingCounter
-	// Multi enforces Config.Rules together, all or nothing: several limits
-	// on one subject (10 a second and 1,000 an hour). Package multilimit.
-	Multi Algorithm = "multi"
+	SlidingLog     = strategy.SlidingLog     // exact; a sorted set of the units in the window
+	CompactLog     = strategy.CompactLog     // exact; 1 to 6 bytes per unit in the window, Limit at most compactlog.MaxLimit
+	FixedWindow    = strategy.FixedWindow    // one counter per aligned window; up to twice the limit across a boundary
+	TokenBucket    = strategy.TokenBucket    // Burst tokens refilled at Limit per Window; one small hash
+	GCRA           = strategy.GCRA           // the token bucket's decisions from one stored instant
+	SlidingCounter = strategy.SlidingCounter // two windows' counts, interpolated; at most about twice the limit
+	// Multi enforces Config.Rules together, all or nothing (package
+	// multilimit).
+	Multi strategy.Algorithm = "multi"
 )
-
-// Rule is one limit of a Config whose Algorithm is Multi: a SlidingLog or
-// FixedWindow Algorithm and its Limit. The rules of a Config are enforced
-// together, all or nothing. See multilimit.Rule.
-type Rule = multilimit.Rule
 
 // algorithm is how the facade builds one algorithm.
 type algorithm struct {
@@ -132,7 +85,7 @@ func pair[R, L strategy.Strategy](
 	}
 }
 
-var algorithms = map[Algorithm]algorithm{
+var algorithms = map[strategy.Algorithm]algorithm{
 	SlidingLog:     pair(slidinglog.New, slidinglog.NewLocal),
 	CompactLog:     pair(compactlog.New, compactlog.NewLocal),
 	FixedWindow:    pair(fixedwindow.New, fixedwindow.NewLocal),
@@ -141,105 +94,76 @@ var algorithms = map[Algorithm]algorithm{
 	GCRA:           pair(gcra.New, gcra.NewLocal),
 }
 
-// Algorithms returns the names of the single algorithms, sorted (Multi,
-// which combines some of them, is not among them).
-func Algorithms() []Algorithm {
-	names := make([]Algorithm, 0, len(algorithms))
-	for a := range algorithms {
-		names = append(names, a)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// Config describes one limiter. The zero Config is invalid: Algorithm,
-// Limit and Window are required (New, NewLocal). Wrap takes only the name
-// and the failure handling from it.
+// Config describes one limiter. Algorithm, Limit and Window are required
+// by New; Wrap takes only Name, Mode, Tiers, OnFailure and Timeout. The
+// strings after the field names are their names in a policy document
+// (Policies). docs/changing-limits.md says more of Candidate, Mode and
+// Tiers; docs/failure.md of the failure fields; docs/bounds.md of the bounds.
 type Config struct {
-	Name      string        // the policy's name, for telemetry and headers (e.g. "login"); optional
-	Algorithm Algorithm     // one of Algorithms()
-	Limit     int64         // units allowed per Window; >= 0
-	Window    time.Duration // > 0, whole milliseconds
-	Burst     int64         // token bucket and GCRA capacity; 0 means Limit
-	Shards    int           // > 1 spreads each subject over Shards keys, at most sharded.MaxShards; 0 or 1: no sharding
-	Prefix    string        // key namespace; default "rl:"
-	Rules     []Rule        // Algorithm Multi: the rules, each a sliding log or fixed window (at most multilimit.MaxRules); Limit, Window, Burst and Shards must then be 0
+	Name      string             // the policy's name, for telemetry and headers; in a Set, its policy's
+	Algorithm strategy.Algorithm // "algorithm": one of the constants above
+	Limit     int64              // "limit": units allowed per Window; >= 0
+	Window    time.Duration      // "window": > 0, whole milliseconds
+	Burst     int64              // "burst": token bucket and GCRA capacity; 0 means Limit
+	Shards    int                // "shards": > 1 spreads each subject over Shards keys (at most sharded.MaxShards)
+	Prefix    string             // "prefix": key namespace; default "rl:"
+	Rules     []multilimit.Rule  // "rules": Multi's rules; Limit, Window, Burst and Shards are then 0
 
-	// Candidate is another algorithm (or limit) to try beside this one on
-	// the same traffic, in shadow: every allowed or denied request (a
-	// denial from WithDenyCache's cache included) is also decided by the
-	// candidate on its own keys, its decision never reaching the caller,
-	// and the Observer gets each agreement outcome (Decision Op
-	// "compare"). Only its strategy fields count (Algorithm, Limit,
-	// Window, Burst, Shards, Prefix, Rules); its Prefix defaults to this
-	// Config's, so that promoting it (a Config like the candidate, in Set.
-	// Update) keeps the state it built. A candidate of this Config's own
-	// algorithm needs a Prefix of its own, or the two would share keys. In
-	// a Set, its Prefix is scoped as the policy's is (see NewSet): policy
-	// "api" with candidate Prefix "x:" keeps the candidate's keys under
-	// "x:api:", so a candidate never writes another policy's keys, and
-	// the promoted Config, with Prefix "x:", reads them. See package
-	// compare.
+	// MaxSubjects ("max_subjects") bounds the subjects held in this
+	// process by an in-process Limiter's twin or the FailLocal twin; 0
+	// means strategy.DefaultMaxSubjects. Beyond it the least recently used
+	// subject of a stripe is evicted (Decision.Evicted) and starts afresh.
+	MaxSubjects int
+
+	// Candidate ("candidate") is an algorithm or limit tried in shadow
+	// beside this one on the same traffic, on its own keys (Prefix
+	// defaults to this Config's); the Observer gets each agreement
+	// (Decision.Op "compare"). Only its strategy fields may be set.
 	Candidate *Config
 
-	// Mode is ModeEnforce (the default, "") or ModeShadow: decide and
-	// record as usual, but never deny (see Mode).
-	Mode Mode
-	// Tiers are other limits for some subjects (free, pro...), by name:
-	// Limiter.Tier(name) decides under one. Each has Limit and Burst; its
-	// Window must be 0 or Config's, and the algorithm must accept it as
-	// its own limit (compact log: at most compactlog.MaxLimit; see
-	// strategy.LimitValidator), or building the Limiter fails naming the
-	// tier. See Limiter.Tier for what a subject keeps when its tier
-	// changes. At most MaxTiers.
+	// Mode ("mode") is "enforce" (the default, "") or "shadow": decide and
+	// record, but let every request through, a denial marked
+	// Result.Shadow.
+	Mode string
+	// Tiers ("tiers": {"pro": {"limit", "burst"}}) are other limits for
+	// some subjects, at most 64: see Limiter.Tier. A tier's Window is 0 or
+	// Config's.
 	Tiers map[string]Limit
 
-	// When Redis fails (New and Wrap; see FailurePolicy and Breaker):
-	OnFailure  FailurePolicy // FailOpen (the default, ""), FailClosed or FailLocal
-	LocalShare float64       // FailLocal: the share of Limit and Burst each process enforces alone, in [0, 1]; 0 means 1 (New only)
-	Timeout    time.Duration // longest wait on Redis per call, <= MaxTimeout; 0 means DefaultTimeout; the caller's ctx deadline wins when sooner
+	OnFailure  FailurePolicy // "on_failure": when Redis fails: FailOpen (the default, ""), FailClosed or FailLocal
+	LocalShare float64       // "local_share": FailLocal's share of the limits per process, in [0, 1]; 0 means 1
+	Timeout    time.Duration // "timeout": the longest wait on Redis per call, at most 1m; 0 means 250ms
 }
 
-// Mode says whether a Limiter enforces its decisions.
-type Mode string
-
-// The modes.
+// The modes of Config.Mode.
 const (
-	// ModeEnforce denies what the strategy denies.
-	ModeEnforce Mode = "enforce"
-	// ModeShadow decides and records as enforcement would, but lets every
-	// request through: a denial comes back with Allowed true and
-	// Result.Shadow set, its other fields those of the denial; the
-	// Observer sees it (ratelimitotel counts shadow denials apart), and
-	// httplimit sends the headers but never 429. Use it to try a new
-	// limit on live traffic before enforcing it.
-	ModeShadow Mode = "shadow"
+	modeEnforce = "enforce"
+	modeShadow  = "shadow"
 )
 
-// MaxTiers is the most tiers a Config may name.
-const MaxTiers = 64
+// maxTiers is the most tiers a Config may name.
+const maxTiers = 64
 
 // limit returns the strategy.Limit of c.
 func (c Config) limit() strategy.Limit {
 	return strategy.Limit{Limit: c.Limit, Window: c.Window, Burst: c.Burst}
 }
 
-// Limiter enforces one strategy, with the failure handling, denial cache
-// and Observer its Config and options set. It is safe for concurrent use.
+// Limiter enforces one strategy; it is safe for concurrent use.
 type Limiter struct {
 	cfg      Config
 	st       strategy.Strategy
 	obs      Observer
 	capacity int64    // st's (or the tier's): what a degraded Result reports
 	checked  bool     // st validates key and cost itself
-	shadow   bool     // Config.Mode is ModeShadow
-	fail     *failure // New and Wrap: timeout, breaker, policy, denial cache
+	shadow   bool     // Config.Mode is "shadow"
+	fail     *failure // New with a client, and Wrap: timeout, breaker, policy, denial cache
 	ev       *evictions
 
-	tier     string              // the tier this Limiter decides under, or ""
-	lim      strategy.Limit      // the tier's Limit (Window 0: the strategy's own)
-	localLim strategy.Limit      // the tier's share under FailLocal
-	tiers    map[string]*Limiter // by name, built once
+	tier     string           // the tier this Limiter decides under, or ""
+	lim      strategy.Limit   // the tier's Limit (Window 0: the strategy's own)
+	localLim strategy.Limit   // the tier's share under FailLocal
+	tiers    map[string]*tier // by name, built once
 }
 
 // evictions counts the subjects a Limiter's in-process structures evicted.
@@ -262,31 +186,12 @@ func (e *evictions) take() int64 {
 	return e.unreported.Swap(0)
 }
 
-// Evicted returns how many subjects the limiter evicted from this process
-// since it was built, to keep within WithMaxSubjects (its twin or FailLocal
-// twin) and WithDenyCache. Redis strategies evict nothing: 0 unless one of
-// those is in use.
-func (l *Limiter) Evicted() uint64 { return l.ev.total.Load() }
-
-// New returns a Limiter for cfg that keeps its state in Redis through rdb (a
-// *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client). It
-// fails with a *FieldError naming the field when cfg is invalid.
+// New returns a Limiter for cfg on Redis through rdb (a *redis.Client,
+// *redis.ClusterClient, *redis.Ring or batch.Client). With a nil rdb it
+// keeps its state in this process only (the algorithm's in-process twin),
+// without failure handling: its decisions never fail. It fails with a
+// *FieldError naming the field when cfg is invalid.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: redis client is nil (use NewLocal for an in-process limiter)", strategy.ErrInvalidOption)
-	}
-	return assemble(rdb, cfg, opts)
-}
-
-// NewLocal returns a Limiter for cfg whose state lives in this process only:
-// each process enforces cfg on its own. Its decisions never fail, so it has
-// no failure handling (OnFailure, Timeout and the breaker do not apply).
-func NewLocal(cfg Config, opts ...Option) (*Limiter, error) {
-	return assemble(nil, cfg, opts)
-}
-
-// assemble is New, or NewLocal when rdb is nil.
-func assemble(rdb redis.Scripter, cfg Config, opts []Option) (*Limiter, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
@@ -326,17 +231,12 @@ func assemble(rdb redis.Scripter, cfg Config, opts []Option) (*Limiter, error) {
 	return l, nil
 }
 
-// Wrap returns a Limiter that enforces st, any strategy.Strategy (one of
-// this module's, sharded, multilimit or your own), with the features New
-// gives: the failure policy, Timeout and breaker, the denial cache, the
-// Observer, Wait. From cfg it takes Name, Mode, Tiers, OnFailure and
-// Timeout; the fields that describe a strategy to build (Algorithm, Limit,
-// Window, Burst, Shards, Prefix, Rules, LocalShare) must be zero. FailLocal
-// needs WithFallback.
-//
-// st is called on the caller's goroutine when it implements
-// strategy.ContextHonourer and says so; otherwise on a worker goroutine, so
-// that Timeout holds whatever st does.
+// Wrap returns a Limiter that enforces st (sharded, multilimit, your own
+// strategy) with what New adds around a strategy. Of cfg it takes Name,
+// Mode, Tiers, OnFailure and Timeout; the others must be zero, and
+// FailLocal needs WithFallback. st is called on the caller's goroutine when
+// it says it honours its context (strategy.ContextHonourer), on a worker
+// goroutine otherwise, so that Timeout holds.
 func Wrap(st strategy.Strategy, cfg Config, opts ...Option) (*Limiter, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: Wrap: strategy is nil", strategy.ErrInvalidOption)
@@ -380,8 +280,13 @@ func (c Config) local() Config {
 // in-process twin when rdb is nil.
 func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.Strategy, error) {
 	so := []strategy.Option{strategy.WithClock(o.clock), strategy.WithOnEvict(ev.add)}
-	if o.maxSubjects > 0 {
-		so = append(so, strategy.WithMaxSubjects(o.maxSubjects))
+	if n := cfg.MaxSubjects; n != 0 {
+		if n < 0 {
+			return nil, newFieldError(strategy.ErrInvalidOption, "MaxSubjects", jsonName("MaxSubjects"), func(name func(string) string) string {
+				return fmt.Sprintf("%s must be >= 0 (0 means %d), got %d", name("MaxSubjects"), strategy.DefaultMaxSubjects, n)
+			})
+		}
+		so = append(so, strategy.WithMaxSubjects(n))
 	}
 	if cfg.Prefix != "" {
 		so = append(so, strategy.WithPrefix(cfg.Prefix))
@@ -394,7 +299,7 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	}
 	a := algorithms[cfg.Algorithm]
 	shards := func(text func(name func(string) string) string) error {
-		return newFieldError(strategy.ErrInvalidOption, "Shards", jsonName("Shards"), "", "", text)
+		return newFieldError(strategy.ErrInvalidOption, "Shards", jsonName("Shards"), text)
 	}
 	switch n := cfg.Shards; { // the messages capture n, so that cfg stays on the stack
 	case n < 0:
@@ -429,17 +334,17 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	return st, nil
 }
 
-// checkAlgorithm reports whether a names an algorithm (Algorithms, or
-// Multi); the error lists the names.
-func checkAlgorithm(a Algorithm) error {
+// checkAlgorithm reports whether a names an algorithm (strategy.Algorithms,
+// or Multi); the error lists the names.
+func checkAlgorithm(a strategy.Algorithm) error {
 	if _, ok := algorithms[a]; ok || a == Multi {
 		return nil
 	}
 	names := make([]string, 0, len(algorithms)+1)
-	for _, n := range append(Algorithms(), Multi) {
+	for _, n := range append(strategy.Algorithms(), Multi) {
 		names = append(names, fmt.Sprintf("%q", n))
 	}
-	return newFieldError(strategy.ErrInvalidOption, "Algorithm", jsonName("Algorithm"), "", "", func(name func(string) string) string {
+	return newFieldError(strategy.ErrInvalidOption, "Algorithm", jsonName("Algorithm"), func(name func(string) string) string {
 		return fmt.Sprintf("%s must be one of %s, got %s", name("Algorithm"), strings.Join(names, ", "), quote.Value(string(a)))
 	})
 }
@@ -487,24 +392,25 @@ func (c Config) candidate() (Config, error) {
 	}{
 		{"Name", cc.Name != ""}, {"Mode", cc.Mode != ""}, {"Tiers", len(cc.Tiers) != 0},
 		{"OnFailure", cc.OnFailure != ""}, {"LocalShare", cc.LocalShare != 0},
-		{"Timeout", cc.Timeout != 0}, {"Candidate", cc.Candidate != nil},
+		{"Timeout", cc.Timeout != 0}, {"MaxSubjects", cc.MaxSubjects != 0}, {"Candidate", cc.Candidate != nil},
 	} {
 		if f.set {
 			field := f.name
-			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+field, "candidate."+jsonName(field), "Candidate: ", "candidate: ",
+			return cc, newFieldError(strategy.ErrInvalidOption, "Candidate."+field, "candidate."+jsonName(field),
 				func(name func(string) string) string {
-					return name(field) + " must be empty: a candidate is only an algorithm and its limit"
+					return name("Candidate") + ": " + name(field) + " must be empty: a candidate is only an algorithm and its limit"
 				})
 		}
 	}
 	if cc.Prefix == "" {
 		cc.Prefix = c.Prefix
 	}
+	cc.MaxSubjects = c.MaxSubjects // the policy's bound
 	if cc.Algorithm == c.Algorithm && cc.Prefix == c.Prefix {
 		a := c.Algorithm
-		return cc, newFieldError(strategy.ErrInvalidOption, "Candidate.Prefix", "candidate.prefix", "Candidate: ", "candidate: ",
+		return cc, newFieldError(strategy.ErrInvalidOption, "Candidate.Prefix", "candidate.prefix",
 			func(name func(string) string) string {
-				return fmt.Sprintf("%s must differ from the policy's when %s is the same (%q), or the two share keys", name("Prefix"), name("Algorithm"), a)
+				return fmt.Sprintf("%s: %s must differ from the policy's when %s is the same (%q), or the two share keys", name("Candidate"), name("Prefix"), name("Algorithm"), a)
 			})
 	}
 	return cc, nil
@@ -516,7 +422,7 @@ func (c Config) candidate() (Config, error) {
 func candidateError(err error) error {
 	wrapped := fmt.Errorf("%w (Candidate)", err)
 	if fe := asFieldError(err); fe != nil {
-		return fe.within("Candidate", wrapped, " (candidate)")
+		return fe.within("Candidate", wrapped, func(name func(string) string) string { return " (" + name("Candidate") + ")" })
 	}
 	return &FieldError{Field: "Candidate", JSON: jsonName("Candidate"), Err: wrapped}
 }
@@ -530,14 +436,14 @@ func (c *compareReport) report(ctx context.Context, n int64, _, candidate strate
 	if l == nil || l.obs == nil {
 		return
 	}
-	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: opCompare,
+	l.obs.Observe(ctx, Decision{Policy: l.cfg.Name, Algorithm: l.cfg.Candidate.Algorithm, Op: guard.Compare.String(),
 		N: n, Result: candidate, Agreement: o.String(), Start: time.Now()})
 }
 
 // buildMulti returns the multilimit strategy of a Multi cfg.
 func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.Strategy, error) {
 	invalid := func(field string, text func(name func(string) string) string) error {
-		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), "", "", text)
+		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), text)
 	}
 	switch {
 	case cfg.Algorithm != Multi:
@@ -586,17 +492,16 @@ func buildMulti(rdb redis.Scripter, cfg Config, so []strategy.Option) (strategy.
 func ruleError(err error) *FieldError {
 	fe := &FieldError{Field: "Rules", JSON: jsonName("Rules"), Err: err}
 	if inner := asFieldError(err); inner != nil {
-		fe.jsonMsg = inner.jsonMessage()
+		fe.sentinel, fe.text = inner.sentinel, inner.text
 	}
 	return fe
 }
 
-// Config returns the configuration the Limiter enforces. For a Limiter made
-// by Wrap, Limit, Window and Burst are the strategy's Limit().
+// Config returns the Config the Limiter enforces (scoped by NewSet; for
+// Wrap, Limit, Window and Burst are the strategy's).
 func (l *Limiter) Config() Config { return l.cfg }
 
-// Limit returns the limit the Limiter enforces: its strategy's, or its
-// tier's (see Tier). With it a Limiter is a strategy.Strategy itself.
+// Limit returns the strategy's limit, so that a Limiter is a Strategy too.
 func (l *Limiter) Limit() Limit {
 	if l.tier != "" {
 		return l.lim
@@ -606,46 +511,26 @@ func (l *Limiter) Limit() Limit {
 
 var _ strategy.Strategy = (*Limiter)(nil)
 
-// Strategy returns the strategy that makes the decisions.
-func (l *Limiter) Strategy() strategy.Strategy { return l.st }
-
 // Allow is AllowN(ctx, key, 1).
 func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 	return l.AllowN(ctx, key, 1)
 }
 
 // AllowN decides whether key may spend n units now and records them only if
-// allowed. A denial is a Result with Allowed false, not an error. The error
-// is non-nil only for invalid input (an empty or too long key, n < 0 or too
-// large) or a caller's ctx that ended: when Redis fails or is too slow, the
-// failure policy decides and the Result has Degraded set (see FailurePolicy).
+// allowed. A denial is a Result, not an error: the error is for invalid
+// input or a caller's ended ctx; when Redis fails, the FailurePolicy decides.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
-	return l.decide(ctx, opAllow, key, n)
+	return l.decide(ctx, guard.Call{Op: guard.Allow, Key: key, N: n})
 }
 
-// Peek reports key's state now and consumes nothing. Failures are handled
-// as in AllowN.
+// Peek reports key's state now and consumes nothing, failures as in AllowN.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	return l.decide(ctx, opPeek, key, 0)
+	return l.decide(ctx, guard.Call{Op: guard.Peek, Key: key})
 }
 
-// Reset forgets key, in Redis and in this process (denial cache, FailLocal
-// twin). Unlike a decision it has no failure policy: when Redis fails, or
-// the breaker is open, it returns an error wrapping strategy.ErrBackend;
-// when ctx ends first, an error wrapping ctx.Err() (see FailurePolicy).
+// Reset forgets key, in Redis and in this process. It has no failure
+// policy: when Redis fails it returns an error wrapping strategy.ErrBackend.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	var start time.Time
-	if l.obs != nil {
-		start = time.Now()
-	}
-	var err error
-	if l.fail == nil {
-		err = l.st.Reset(ctx, key)
-	} else {
-		err = l.fail.reset(ctx, l.st, key)
-	}
-	if l.obs != nil {
-		l.report(ctx, opReset, 0, Result{}, err, outcome{}, start)
-	}
+	_, err := l.decide(ctx, guard.Call{Op: guard.Reset, Key: key})
 	return err
 }

@@ -2,7 +2,6 @@ package ratelimit_test
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,18 +37,21 @@ func TestNewValidates(t *testing.T) {
 			if _, err := ratelimit.New(rdb, cfg); err == nil || !strings.Contains(err.Error(), c.field) {
 				t.Errorf("New: err = %v, want one naming %s", err, c.field)
 			}
-			if _, err := ratelimit.NewLocal(cfg); err == nil || !strings.Contains(err.Error(), c.field) {
+			if _, err := ratelimit.New(nil, cfg); err == nil || !strings.Contains(err.Error(), c.field) {
 				t.Errorf("NewLocal: err = %v, want one naming %s", err, c.field)
 			}
 		})
 	}
-	if _, err := ratelimit.New(nil, valid); !errors.Is(err, strategy.ErrInvalidOption) {
-		t.Errorf("New(nil): err = %v, want ErrInvalidOption", err)
+	// no client: in process, without failure handling
+	if l, err := ratelimit.New(nil, valid); err != nil {
+		t.Errorf("New(nil): err = %v, want an in-process Limiter", err)
+	} else if r, err := l.Allow(context.Background(), "u"); err != nil || !r.Allowed || r.Degraded || ratelimit.Inline(l) {
+		t.Errorf("New(nil): Allow = %+v, %v; want allowed in process, no failure handling", r, err)
 	}
 }
 
 func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		for _, local := range []bool{false, true} {
 			name := string(a)
 			if local {
@@ -62,7 +64,7 @@ func TestEveryAlgorithmThroughTheFacade(t *testing.T) {
 				var l *ratelimit.Limiter
 				var err error
 				if local {
-					l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+					l, err = ratelimit.New(nil, cfg, ratelimit.WithClock(clock))
 				} else {
 					_, rdb := conformance.Miniredis(t)
 					l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
@@ -110,9 +112,9 @@ func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
 	}{{"miniredis", rdb}, {"redis", real}} {
 		t.Run(c.name, func(t *testing.T) {
 			prefix := testredis.Prefix(t)
-			for _, a := range ratelimit.Algorithms() {
-				for _, b := range ratelimit.Algorithms() {
-					for _, alg := range []ratelimit.Algorithm{a, b} {
+			for _, a := range strategy.Algorithms() {
+				for _, b := range strategy.Algorithms() {
+					for _, alg := range []strategy.Algorithm{a, b} {
 						// a long Timeout: the first EVAL of each script on a
 						// loaded machine can outlast the default 250ms, and a
 						// degraded decision would hide what Redis answered
@@ -128,5 +130,13 @@ func TestSwitchingAlgorithmsNeverHitsWrongType(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The facade builds exactly the algorithms strategy.Algorithms names, so
+// that a list read from it (tests, the benchmarks, a user's) is complete.
+func TestAlgorithmTable(t *testing.T) {
+	if got, want := ratelimit.AlgorithmTable(), strategy.Algorithms(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the facade builds %q; strategy.Algorithms() = %q", got, want)
 	}
 }

@@ -16,7 +16,7 @@ func BenchmarkSetGet(b *testing.B) {
 	for _, n := range []string{"login", "search", "upload", "upstream", "report", "export"} {
 		p[n] = ratelimit.Config{Algorithm: ratelimit.GCRA, Limit: 1 << 30, Window: time.Millisecond}
 	}
-	set, err := ratelimit.NewLocalSet(p)
+	set, err := ratelimit.NewSet(nil, p)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/ratekit/ratelimit"
@@ -11,10 +12,14 @@ import (
 // Requests go through Get, so the next one sees the new policies.
 func ExampleSet_Update() {
 	ctx := context.Background()
-	set, err := ratelimit.NewLocalSet(mustParse(`{
+	var p ratelimit.Policies
+	if err := json.Unmarshal([]byte(`{
 		"login":  {"algorithm": "sliding_log", "limit": 2, "window": "1m"},
 		"upload": {"algorithm": "sliding_counter", "limit": 1000, "window": "1h"}
-	}`))
+	}`), &p); err != nil {
+		panic(err)
+	}
+	set, err := ratelimit.NewSet(nil, p) // in process; give a Redis client to share the limits
 	if err != nil {
 		panic(err)
 	}
@@ -30,34 +35,41 @@ func ExampleSet_Update() {
 	login()
 	login()
 
-	old := set.Policies()
-	err = set.UpdateJSON([]byte(`{
+	// reload: decode the new document, then swap it in
+	reload := func(doc string) error {
+		var next ratelimit.Policies
+		if err := json.Unmarshal([]byte(doc), &next); err != nil {
+			return err
+		}
+		return set.Update(next)
+	}
+	err = reload(`{
 		"login":  {"algorithm": "sliding_log", "limit": 5, "window": "1m"},
 		"search": {"algorithm": "gcra", "limit": 100, "window": "1s"}
-	}`))
-	fmt.Println("reloaded:", old.Diff(set.Policies()), err)
+	}`)
+	fmt.Println("reloaded:", err)
 	login()
 	_, err = set.Get("upload")
 	fmt.Println(err)
 
 	// a bad document changes nothing
-	err = set.UpdateJSON([]byte(`{"login": {"algorithm": "sliding_log", "limit": 5, "window": "1 minute"}}`))
+	err = reload(`{"login": {"algorithm": "sliding_log", "limit": 5, "window": "1 minute"}}`)
 	fmt.Println(err)
-	fmt.Println(set.Names())
+	login()
 	// Output:
 	// login: allowed true, limit 2
 	// login: allowed true, limit 2
 	// login: allowed false, limit 2
-	// reloaded: added search; changed login; removed upload <nil>
+	// reloaded: <nil>
 	// login: allowed true, limit 5
 	// ratelimit: invalid option: no policy "upload"; the policies are "login", "search"
 	// ratelimit: policy "login": field "window": invalid option: want a duration string like "1m" or "1h30m", got "1 minute"
-	// [login search]
+	// login: allowed true, limit 5
 }
 
 func mustParse(doc string) ratelimit.Policies {
-	p, err := ratelimit.ParsePolicies([]byte(doc))
-	if err != nil {
+	var p ratelimit.Policies
+	if err := json.Unmarshal([]byte(doc), &p); err != nil {
 		panic(err)
 	}
 	return p

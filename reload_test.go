@@ -32,7 +32,7 @@ type setBuilder struct {
 func setBuilders() []setBuilder {
 	return []setBuilder{
 		{name: "local", new: func(t *testing.T, p ratelimit.Policies, clock strategy.Clock) (*ratelimit.Set, error) {
-			return ratelimit.NewLocalSet(p, ratelimit.WithClock(clock))
+			return ratelimit.NewSet(nil, p, ratelimit.WithClock(clock))
 		}},
 		{name: "redis", redis: true, new: func(t *testing.T, p ratelimit.Policies, clock strategy.Clock) (*ratelimit.Set, error) {
 			return ratelimit.NewSet(testredis.Shared(t).Client(t), p, ratelimit.WithClock(clock))
@@ -89,7 +89,7 @@ func peek(t *testing.T, l *ratelimit.Limiter, key string) ratelimit.Result {
 // before keeps deciding under the old policy.
 func TestUpdateKeepsChangesRemovesAdds(t *testing.T) {
 	for _, b := range setBuilders() {
-		for _, a := range ratelimit.Algorithms() {
+		for _, a := range strategy.Algorithms() {
 			t.Run(b.name+"/"+string(a), func(t *testing.T) {
 				clock := conformance.NewClock(conformance.Epoch)
 				prefix := testredis.Prefix(t)
@@ -117,10 +117,10 @@ func TestUpdateKeepsChangesRemovesAdds(t *testing.T) {
 					t.Fatal(err)
 				}
 
-				if got := set.Names(); !reflect.DeepEqual(got, []string{"login", "search", "steady"}) {
+				if got := ratelimit.SetNames(set); !reflect.DeepEqual(got, []string{"login", "search", "steady"}) {
 					t.Errorf("Names() = %q; want login, search, steady", got)
 				}
-				if got := set.Policies(); !reflect.DeepEqual(got, after) {
+				if got := ratelimit.SetPolicies(set); !reflect.DeepEqual(got, after) {
 					t.Errorf("Policies() = %+v; want %+v", got, after)
 				}
 				// unchanged: the same Limiter, its 3 units still spent
@@ -158,7 +158,7 @@ func TestUpdateKeepsChangesRemovesAdds(t *testing.T) {
 				}
 				// the same policies again: nothing rebuilt
 				again := mustGet(t, set, "login")
-				if err := set.Update(set.Policies()); err != nil {
+				if err := set.Update(ratelimit.SetPolicies(set)); err != nil {
 					t.Fatal(err)
 				}
 				if mustGet(t, set, "login") != again || mustGet(t, set, "steady") != steady {
@@ -171,7 +171,7 @@ func TestUpdateKeepsChangesRemovesAdds(t *testing.T) {
 
 // A bad Update changes nothing, and says which policy and field are wrong.
 func TestUpdateErrorChangesNothing(t *testing.T) {
-	a := ratelimit.Algorithms()[0]
+	a := strategy.Algorithms()[0]
 	good := ratelimit.Config{Algorithm: a, Limit: 5, Window: time.Minute}
 	base := ratelimit.Policies{"login": good, "search": good}
 	tooMany := ratelimit.Policies{}
@@ -212,7 +212,7 @@ func TestUpdateErrorChangesNothing(t *testing.T) {
 			[]string{`policy "upload"`, `"x"`}, strategy.ErrInvalidOption},
 		{"shared namespace", ratelimit.Policies{"ab": good, "b": {Algorithm: a, Limit: 5, Window: time.Minute, Prefix: "rl:a"}},
 			[]string{`policy "b"`, `field "prefix"`}, strategy.ErrInvalidOption},
-		{"too many", tooMany, []string{"MaxPolicies"}, strategy.ErrInvalidOption},
+		{"too many", tooMany, []string{fmt.Sprintf("at most %d policies", ratelimit.MaxPolicies)}, strategy.ErrInvalidOption},
 	} {
 		for _, b := range setBuilders() {
 			t.Run(c.name+"/"+b.name, func(t *testing.T) {
@@ -236,10 +236,10 @@ func TestUpdateErrorChangesNothing(t *testing.T) {
 				if n := strings.Count(err.Error(), "ratelimit:"); n != 1 {
 					t.Errorf("error %q has %d prefixes; want 1", err, n)
 				}
-				if got := set.Names(); !reflect.DeepEqual(got, []string{"login", "search"}) {
+				if got := ratelimit.SetNames(set); !reflect.DeepEqual(got, []string{"login", "search"}) {
 					t.Errorf("Names() after a failed Update = %q; want unchanged", got)
 				}
-				if !reflect.DeepEqual(set.Policies(), base) || mustGet(t, set, "login") != login {
+				if !reflect.DeepEqual(ratelimit.SetPolicies(set), base) || mustGet(t, set, "login") != login {
 					t.Errorf("a failed Update changed the policies in force")
 				}
 			})
@@ -248,11 +248,11 @@ func TestUpdateErrorChangesNothing(t *testing.T) {
 }
 
 func TestUpdateJSON(t *testing.T) {
-	set, err := ratelimit.NewLocalSet(ratelimit.Policies{"login": {Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute}})
+	set, err := ratelimit.NewSet(nil, ratelimit.Policies{"login": {Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := set.UpdateJSON([]byte(`{"login": {"algorithm": "sliding_log", "limit": 2, "window": "1m"},
+	if err := updateJSON(set, []byte(`{"login": {"algorithm": "sliding_log", "limit": 2, "window": "1m"},
 		"search": {"algorithm": "gcra", "limit": 10, "window": "1s"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -265,10 +265,10 @@ func TestUpdateJSON(t *testing.T) {
 	}{
 		{"bad window", `{"login": {"algorithm": "sliding_log", "limit": 2, "window": "soon"}}`, []string{`policy "login"`, `field "window"`}},
 		{"not JSON", `{"login": `, []string{"invalid JSON"}},
-		{"too large", `{"login": {"algorithm": "sliding_log", "limit": 2, "window": "1m"}` + strings.Repeat(" ", ratelimit.MaxPolicyBytes) + `}`, []string{"MaxPolicyBytes"}},
+		{"too large", `{"login": {"algorithm": "sliding_log", "limit": 2, "window": "1m"}` + strings.Repeat(" ", ratelimit.MaxPolicyBytes) + `}`, []string{fmt.Sprintf("at most %d bytes", ratelimit.MaxPolicyBytes)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := set.UpdateJSON([]byte(c.doc))
+			err := updateJSON(set, []byte(c.doc))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -277,31 +277,41 @@ func TestUpdateJSON(t *testing.T) {
 					t.Errorf("error %q does not say %s", err, w)
 				}
 			}
-			if got := set.Names(); !reflect.DeepEqual(got, []string{"login", "search"}) || mustGet(t, set, "login").Config().Limit != 2 {
+			if got := ratelimit.SetNames(set); !reflect.DeepEqual(got, []string{"login", "search"}) || mustGet(t, set, "login").Config().Limit != 2 {
 				t.Errorf("a failed UpdateJSON changed the set: %q", got)
 			}
 		})
 	}
 }
 
-func TestPoliciesDiff(t *testing.T) {
+// TestUpdateKeepsUnchanged: Update rebuilds exactly the policies whose
+// Config changed once scoped, Name "" and Name "a" being the same policy
+// "a"; it adds and removes the others.
+func TestUpdateKeepsUnchanged(t *testing.T) {
 	c := ratelimit.Config{Algorithm: ratelimit.GCRA, Limit: 5, Window: time.Second}
 	named := c
 	named.Name = "a"
 	bigger := c
 	bigger.Limit = 6
-	old := ratelimit.Policies{"a": c, "b": c, "c": c}
-	next := ratelimit.Policies{"a": named, "b": bigger, "d": c}
-	got := old.Diff(next)
-	want := ratelimit.Changes{Added: []string{"d"}, Changed: []string{"b"}, Removed: []string{"c"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Diff = %+v; want %+v (Name %q is policy a's own name: unchanged)", got, want, named.Name)
+	set, err := ratelimit.NewSet(nil, ratelimit.Policies{"a": c, "b": c, "c": c})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s := got.String(); s != "added d; changed b; removed c" {
-		t.Errorf("String() = %q", s)
+	a, b := mustGet(t, set, "a"), mustGet(t, set, "b")
+	if err := set.Update(ratelimit.Policies{"a": named, "b": bigger, "d": c}); err != nil {
+		t.Fatal(err)
 	}
-	if d := old.Diff(old); !d.Empty() || d.String() != "no change" {
-		t.Errorf("Diff with itself = %+v, %q; want no change", d, d.String())
+	if mustGet(t, set, "a") != a {
+		t.Errorf("a: rebuilt; want kept (Name %q is policy a's own name: unchanged)", named.Name)
+	}
+	if l := mustGet(t, set, "b"); l == b || l.Config().Limit != 6 {
+		t.Errorf("b: %p with Limit %d; want a new Limiter (old %p) with Limit 6", l, l.Config().Limit, b)
+	}
+	if got := ratelimit.SetNames(set); !reflect.DeepEqual(got, []string{"a", "b", "d"}) {
+		t.Errorf("names after Update = %q; want a, b, d (c removed, d added)", got)
+	}
+	if err := set.Update(ratelimit.SetPolicies(set)); err != nil || mustGet(t, set, "a") != a {
+		t.Errorf("Update with the policies in force = %v, or rebuilt a", err)
 	}
 }
 
@@ -372,7 +382,7 @@ func TestReloadUnderLoad(t *testing.T) {
 			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, seed>>1))
 			prefix := testredis.Prefix(t)
-			algs := ratelimit.Algorithms()
+			algs := strategy.Algorithms()
 			next := int64(10)
 			random := func() ratelimit.Config {
 				next++ // a limit unique to this change

@@ -13,14 +13,14 @@ import (
 // Shadow mode tries a new limit on live traffic before enforcing it:
 // requests over the limit are let through, marked Shadow, with the
 // Remaining and RetryAfter enforcement would have sent.
-func ExampleMode() {
+func ExampleConfig_shadow() {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var clockNs atomic.Int64 // the clock's time in Unix ns: a Clock must be safe for concurrent use
 	clockNs.Store(now.UnixNano())
 	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
-	export, err := ratelimit.NewLocal(ratelimit.Config{
+	export, err := ratelimit.New(nil, ratelimit.Config{
 		Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
-		Mode: ratelimit.ModeShadow, // "shadow" in JSON; the default is ModeEnforce
+		Mode: "shadow", // the default, "", is "enforce"
 	}, ratelimit.WithClock(clock))
 	if err != nil {
 		panic(err)

@@ -17,7 +17,7 @@ import (
 // algorithm refuses by its own rules.
 var invalidTiers = []struct {
 	name      string
-	algorithm ratelimit.Algorithm
+	algorithm strategy.Algorithm
 	tier      ratelimit.Limit
 	field     string // the JSON field at fault
 }{
@@ -28,7 +28,7 @@ var invalidTiers = []struct {
 	{"sliding counter beyond MaxProduct", ratelimit.SlidingCounter, ratelimit.Limit{Limit: 100_000_000_000}, "tiers.pro.limit"},
 }
 
-func tierConfig(a ratelimit.Algorithm, tier ratelimit.Limit) ratelimit.Config {
+func tierConfig(a strategy.Algorithm, tier ratelimit.Limit) ratelimit.Config {
 	return ratelimit.Config{Algorithm: a, Limit: 100, Window: time.Minute,
 		Tiers: map[string]ratelimit.Limit{"pro": tier}}
 }
@@ -60,36 +60,46 @@ func TestTierValidation(t *testing.T) {
 			}
 			_, err := ratelimit.New(rdb, cfg)
 			check("New", err, `tier "pro"`, goField)
-			_, err = ratelimit.NewLocal(cfg)
+			_, err = ratelimit.New(nil, cfg)
 			check("NewLocal", err, `tier "pro"`, goField)
 			_, err = ratelimit.NewSet(rdb, ratelimit.Policies{"api": cfg})
 			check("NewSet", err, `policy "api"`, fmt.Sprintf("field %q", c.field))
-			err = ratelimit.Policies{"api": cfg}.Validate()
+			err = validate(ratelimit.Policies{"api": cfg})
 			check("Validate", err, `policy "api"`, fmt.Sprintf("field %q", c.field))
-			var pe *ratelimit.PolicyError
-			if !errors.As(err, &pe) || pe.Field != c.field {
-				t.Errorf("Validate: err = %#v, want a *PolicyError with Field %q", err, c.field)
+			var pe *ratelimit.FieldError
+			if !errors.As(err, &pe) || pe.JSON != c.field || pe.Policy != "api" {
+				t.Errorf("Validate: err = %#v, want a *FieldError of policy api with JSON %q", err, c.field)
 			}
 
 			doc := fmt.Sprintf(`{"api": {"algorithm": %q, "limit": 100, "window": "1m", "tiers": {"pro": {"limit": %d, "burst": %d}}}}`,
 				c.algorithm, c.tier.Limit, c.tier.Burst)
-			_, err = ratelimit.ParsePolicies([]byte(doc))
+			_, err = parsePolicies([]byte(doc))
 			check("ParsePolicies", err, `policy "api"`, fmt.Sprintf("field %q", c.field))
 			if err != nil && (strings.Contains(err.Error(), "Tiers") || strings.Contains(err.Error(), goField+" must")) {
 				t.Errorf("ParsePolicies: err = %q names Go fields, want JSON ones", err)
 			}
 
-			set, err := ratelimit.NewLocalSet(ratelimit.Policies{"api": tierConfig(c.algorithm, ratelimit.Limit{Limit: 10})})
+			set, err := ratelimit.NewSet(nil, ratelimit.Policies{"api": tierConfig(c.algorithm, ratelimit.Limit{Limit: 10})})
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = set.Update(ratelimit.Policies{"api": cfg})
 			check("Set.Update", err, fmt.Sprintf("field %q", c.field))
-			if got := set.Policies()["api"].Tiers["pro"]; got.Limit != 10 {
+			if got := ratelimit.SetPolicies(set)["api"].Tiers["pro"]; got.Limit != 10 {
 				t.Errorf("after a failed Update, tier pro = %+v, want the old Limit 10", got)
 			}
-			err = set.UpdateJSON([]byte(doc))
+			err = updateJSON(set, []byte(doc))
 			check("Set.UpdateJSON", err, fmt.Sprintf("field %q", c.field))
 		})
 	}
+}
+
+// mustTier returns l's tier name, failing the test when it has none.
+func mustTier(t testing.TB, l *ratelimit.Limiter, name string) strategy.Strategy {
+	t.Helper()
+	st, err := l.Tier(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // TestTierRefundN: a tier's RefundN returns the state as the tier's Peek
@@ -25,7 +26,7 @@ func TestTierRefundN(t *testing.T) {
 		{"redis", func(t *testing.T) redis.Scripter { return testredis.Shared(t).Client(t) }},
 		{"local", nil},
 	}
-	for _, a := range []ratelimit.Algorithm{ratelimit.SlidingLog, ratelimit.CompactLog, ratelimit.FixedWindow} {
+	for _, a := range []strategy.Algorithm{ratelimit.SlidingLog, ratelimit.CompactLog, ratelimit.FixedWindow} {
 		for _, b := range backends {
 			t.Run(string(a)+"/"+b.name, func(t *testing.T) {
 				cfg := ratelimit.Config{Algorithm: a, Limit: 10, Window: time.Minute, Prefix: testredis.Prefix(t),
@@ -34,18 +35,18 @@ func TestTierRefundN(t *testing.T) {
 				var l *ratelimit.Limiter
 				var err error
 				if b.rdb == nil {
-					l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+					l, err = ratelimit.New(nil, cfg, ratelimit.WithClock(clock))
 				} else {
 					l, err = ratelimit.New(b.rdb(t), cfg, ratelimit.WithClock(clock))
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				pro := l.Tier("pro")
+				pro := mustTier(t, l, "pro")
 				if r, err := pro.AllowN(ctx, "u", 30); err != nil || !r.Allowed {
 					t.Fatalf("pro AllowN(30) = %+v, %v; want allowed", r, err)
 				}
-				got, err := pro.RefundN(ctx, "u", 5)
+				got, err := pro.(strategy.Refunder).RefundN(ctx, "u", 5)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,9 +1,11 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/quote"
@@ -16,23 +18,23 @@ import (
 // so that a limit the algorithm refuses fails here, naming the tier, and
 // never at a call.
 func (l *Limiter) withTiers() (*Limiter, error) {
-	l.shadow = l.cfg.Mode == ModeShadow
+	l.shadow = l.cfg.Mode == modeShadow
 	if len(l.cfg.Tiers) == 0 {
 		return l, nil
 	}
 	tiers := func(problem string) error {
-		return newFieldError(strategy.ErrInvalidOption, "Tiers", jsonName("Tiers"), "", "", func(name func(string) string) string {
+		return newFieldError(strategy.ErrInvalidOption, "Tiers", jsonName("Tiers"), func(name func(string) string) string {
 			return name("Tiers") + ": " + problem
 		})
 	}
-	if len(l.cfg.Tiers) > MaxTiers {
-		return nil, tiers(fmt.Sprintf("want at most %d (MaxTiers), got %d", MaxTiers, len(l.cfg.Tiers)))
+	if len(l.cfg.Tiers) > maxTiers {
+		return nil, tiers(fmt.Sprintf("want at most %d, got %d", maxTiers, len(l.cfg.Tiers)))
 	}
 	if _, ok := l.st.(strategy.LimitOverrider); !ok {
 		return nil, tiers("the strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)")
 	}
 	window := l.st.Limit().Window
-	l.tiers = make(map[string]*Limiter, len(l.cfg.Tiers))
+	l.tiers = make(map[string]*tier, len(l.cfg.Tiers))
 	names := make([]string, 0, len(l.cfg.Tiers))
 	for name := range l.cfg.Tiers {
 		names = append(names, name)
@@ -64,7 +66,7 @@ func (l *Limiter) withTiers() (*Limiter, error) {
 		if l.st.Limit().Burst == 0 { // the algorithm has no burst
 			t.capacity = lim.Limit
 		}
-		l.tiers[name] = &t
+		l.tiers[name] = &tier{v: &t}
 	}
 	return l, nil
 }
@@ -119,38 +121,51 @@ func (l *Limiter) checkTier(name string, lim, local strategy.Limit) error {
 // "Tiers: tier "pro": Limit must be >= 0" ("tiers: tier "pro": limit must
 // be >= 0" in JSON).
 func tierError(sentinel error, name, field string, text func(name func(string) string) string) *FieldError {
-	ctx := func(n func(string) string) string { return n("Tiers") + ": tier " + quote.Value(name) + ": " }
 	return newFieldError(sentinel, "Tiers."+name+"."+field, jsonName("Tiers")+"."+name+"."+jsonName(field),
-		ctx(fielderr.Go), ctx(jsonName), text)
+		func(n func(string) string) string { return n("Tiers") + ": tier " + quote.Value(name) + ": " + text(n) })
 }
 
-// Tier returns the Limiter that decides under the limit of the named tier
-// (Config.Tiers), with the same strategy, keys, failure handling and
-// Observer: a subject's usage is the same whichever tier it is decided
-// under. It does not allocate, so it can be called for each request:
+// Tier returns the strategy (a strategy.Refunder too) that decides under
+// the named tier's limit (Config.Tiers) with the Limiter's keys, failure
+// handling and Observer, without allocating. An unknown name is an error
+// wrapping strategy.ErrInvalidOption; to fall back to the own limit:
 //
-//	r, err := l.Tier(user.Plan).Allow(ctx, user.ID)
-//
-// When a subject's tier changes mid-window it keeps what it used: an
-// upgrade gives the new headroom at once, and a downgrade below what it
-// used denies until enough leaves the window (the algorithm packages say
-// exactly how, for the token bucket and GCRA too). An unknown name returns
-// l itself, deciding under Config's own limit, so that a subject without a
-// known tier gets the default; Tiers lists the names. A tier Limiter's
-// Config is l's with Limit and Burst the tier's.
-func (l *Limiter) Tier(name string) *Limiter {
+//	st, err := l.Tier(user.Plan)
+//	if err != nil {
+//		st = l
+//	}
+func (l *Limiter) Tier(name string) (strategy.Strategy, error) {
 	if t, ok := l.tiers[name]; ok {
-		return t
+		return t, nil
 	}
-	return l
-}
-
-// Tiers returns the names of the limiter's tiers, sorted.
-func (l *Limiter) Tiers() []string {
 	names := make([]string, 0, len(l.tiers))
 	for n := range l.tiers {
-		names = append(names, n)
+		names = append(names, quote.Value(n))
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: no tier %s; the limiter has no tiers", strategy.ErrInvalidOption, quote.Value(name))
 	}
 	slices.Sort(names)
-	return names
+	return nil, fmt.Errorf("%w: no tier %s; the tiers are %s", strategy.ErrInvalidOption, quote.Value(name), strings.Join(names, ", "))
+}
+
+// tier decides under one tier of a Limiter (see Limiter.Tier): v is a copy
+// of the Limiter, with the tier's limit. Only the methods of a strategy are
+// offered, so that a tier is not mistaken for a policy.
+type tier struct{ v *Limiter }
+
+var _ strategy.Refunder = (*tier)(nil)
+
+func (t *tier) AllowN(ctx context.Context, key string, n int64) (Result, error) {
+	return t.v.AllowN(ctx, key, n)
+}
+
+func (t *tier) Peek(ctx context.Context, key string) (Result, error) { return t.v.Peek(ctx, key) }
+
+func (t *tier) Reset(ctx context.Context, key string) error { return t.v.Reset(ctx, key) }
+
+func (t *tier) Limit() Limit { return t.v.lim }
+
+func (t *tier) RefundN(ctx context.Context, key string, n int64) (Result, error) {
+	return t.v.RefundN(ctx, key, n)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // Plans as tiers of one limiter: free users get 3 searches a minute, pro
@@ -34,19 +35,24 @@ func ExampleLimiter_Tier() {
 	}
 	ctx := context.Background()
 	decide := func(plan string) {
-		r, _ := search.Tier(plan).Allow(ctx, "user:42") // an unknown plan gets the default limit
+		var st strategy.Strategy = search
+		if t, err := search.Tier(plan); err == nil { // an unknown plan gets the default limit
+			st = t
+		}
+		r, _ := st.AllowN(ctx, "user:42", 1)
 		fmt.Printf("%-4s allowed=%v remaining=%d of %d\n", plan, r.Allowed, r.Remaining, r.Limit)
 	}
 	for range 4 {
 		decide("free")
 	}
 	decide("pro") // upgraded: the 3 units used still count, now against 10
-	fmt.Println("tiers:", search.Tiers())
+	_, err = search.Tier("gold")
+	fmt.Println(err)
 	// Output:
 	// free allowed=true remaining=2 of 3
 	// free allowed=true remaining=1 of 3
 	// free allowed=true remaining=0 of 3
 	// free allowed=false remaining=0 of 3
 	// pro  allowed=true remaining=6 of 10
-	// tiers: [pro]
+	// ratelimit: invalid option: no tier "gold"; the tiers are "pro"
 }

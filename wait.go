@@ -19,35 +19,13 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 	return l.WaitN(ctx, key, 1)
 }
 
-// WaitN blocks until key may spend n units, spends them, and returns the
-// Result of that allowed decision: for clients of rate-limited APIs, which
-// would rather wait than be denied.
-//
-// Between tries it sleeps the denial's RetryAfter plus a jitter drawn
-// uniformly from [0, RetryAfter/8] (at least 1ms in all), so that waiters
-// denied together do not all retry in the same instant; it never sleeps
-// less than RetryAfter, which is the earliest a retry can pass. Each try is
-// one AllowN, so waiters of several processes compete fairly through Redis
-// and nothing is reserved while sleeping: a waiter may be overtaken and
-// sleep again.
-//
-// When Redis fails, each try is decided by the Limiter's FailurePolicy and
-// marked Result.Degraded: under FailOpen WaitN passes at once, under
-// FailClosed it sleeps until Redis is next tried, under FailLocal it waits
-// for the local twin.
-//
-// WaitN returns at once:
-//   - with the error of an invalid key or n, or of a failed try;
-//   - with an error wrapping strategy.ErrInvalidCost when the denial's
-//     RetryAfter is Never: n exceeds the capacity and can never pass;
-//   - with an error wrapping context.DeadlineExceeded when ctx's deadline
-//     comes before RetryAfter ends, since the wait could not succeed;
-//   - with an error wrapping ctx.Err() when ctx has ended, before a try or
-//     while sleeping.
-//
-// With n = 0 it does not wait: it returns AllowN(ctx, key, 0) (see Peek).
-// Each error comes with the Result of the last try. Sleeping uses the local
-// clock; RetryAfter comes from the limiter's clock (Redis TIME by default).
+// WaitN blocks until key may spend n units, spends them, and returns that
+// decision's Result. Between tries, each one AllowN, it sleeps the
+// denial's RetryAfter plus a jitter of up to an eighth. It returns at once
+// an invalid input's or a failed try's error, one wrapping
+// strategy.ErrInvalidCost when n can never pass, one wrapping
+// context.DeadlineExceeded when RetryAfter would pass ctx's deadline, and
+// one wrapping ctx.Err() when ctx ends.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error) {
 	return l.waitN(ctx, key, n, sleepCtx, jitter)
 }
@@ -88,7 +66,7 @@ func (l *Limiter) waitN(ctx context.Context, key string, n int64,
 		if err != nil || r.Allowed || n == 0 {
 			return r, err
 		}
-		if r.RetryAfter == Never {
+		if r.RetryAfter == strategy.Never {
 			return r, fmt.Errorf("%w: WaitN: n = %d exceeds the capacity %d, so it can never pass", strategy.ErrInvalidCost, n, r.Limit)
 		}
 		d := max(r.RetryAfter, 0)

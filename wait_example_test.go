@@ -13,7 +13,7 @@ import (
 // denied: here 1 call per 20ms, so the second and third calls each sleep
 // about 20ms (plus jitter) before they pass.
 func ExampleLimiter_Wait() {
-	limiter, err := ratelimit.NewLocal(ratelimit.Config{
+	limiter, err := ratelimit.New(nil, ratelimit.Config{
 		Algorithm: ratelimit.SlidingLog,
 		Limit:     1,
 		Window:    20 * time.Millisecond,
@@ -36,7 +36,7 @@ func ExampleLimiter_Wait() {
 	fmt.Println(err)
 
 	// So is a wait that would outlast the context's deadline.
-	hourly, _ := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Hour})
+	hourly, _ := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Hour})
 	hourly.Allow(ctx, "upstream-api")
 	_, err = hourly.Wait(ctx, "upstream-api")
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))

@@ -44,7 +44,7 @@ func waitLimiters(t *testing.T, cfg Config, clock *conformance.Clock) map[string
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	out := map[string]*Limiter{}
-	for _, a := range Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		c := cfg
 		c.Algorithm = a
 		l, err := New(rdb, c, WithClock(clock))
@@ -52,7 +52,7 @@ func waitLimiters(t *testing.T, cfg Config, clock *conformance.Clock) map[string
 			t.Fatal(err)
 		}
 		out[string(a)] = l
-		if l, err = NewLocal(c, WithClock(clock)); err != nil {
+		if l, err = New(nil, c, WithClock(clock)); err != nil {
 			t.Fatal(err)
 		}
 		out[string(a)+"/local"] = l
@@ -97,7 +97,7 @@ func TestWaitNSleepsRetryAfterThenPasses(t *testing.T) {
 
 func TestWaitNJitterNeverShortensTheSleep(t *testing.T) {
 	clock := conformance.NewClock(conformance.Epoch)
-	l, err := NewLocal(Config{Algorithm: SlidingLog, Limit: 1, Window: time.Second}, WithClock(clock))
+	l, err := New(nil, Config{Algorithm: SlidingLog, Limit: 1, Window: time.Second}, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func ctxBackground() (context.Context, context.CancelFunc) {
 // The public Wait on real time: short windows, behaviour only.
 func TestWaitRealTime(t *testing.T) {
 	t.Run("waiters all pass, never above the limit", func(t *testing.T) {
-		l, err := NewLocal(Config{Algorithm: SlidingLog, Limit: 2, Window: 40 * time.Millisecond})
+		l, err := New(nil, Config{Algorithm: SlidingLog, Limit: 2, Window: 40 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +279,7 @@ func TestWaitRealTime(t *testing.T) {
 		}
 	})
 	t.Run("cancel while sleeping", func(t *testing.T) {
-		l, err := NewLocal(Config{Algorithm: SlidingLog, Limit: 1, Window: time.Hour})
+		l, err := New(nil, Config{Algorithm: SlidingLog, Limit: 1, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,9 +3,11 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/httplimit"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/slidinglog"
@@ -177,7 +180,7 @@ func TestWrapUserStrategy(t *testing.T) {
 		u := newUserStrategy(t, lim, clock)
 		u.hang = make(chan struct{})
 		defer close(u.hang)
-		b, err := ratelimit.NewBreaker(2, time.Hour)
+		b, err := breaker.New(2, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +193,7 @@ func TestWrapUserStrategy(t *testing.T) {
 				t.Fatalf("Allow %d on a hung strategy = %+v, %v; want a degraded denial", i, r, err)
 			}
 		}
-		if s := b.State(); s != ratelimit.BreakerOpen {
+		if s := b.State(); s != breaker.Open {
 			t.Fatalf("breaker %s after 2 timeouts, want open", s)
 		}
 		calls := u.calls.Load()
@@ -267,8 +270,8 @@ func TestShadowMode(t *testing.T) {
 	ctx := context.Background()
 	clock := conformance.NewClock(conformance.Epoch)
 	rec := &decisionLog{}
-	cfg := ratelimit.Config{Name: "trial", Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute, Mode: ratelimit.ModeShadow}
-	l, err := ratelimit.NewLocal(cfg, ratelimit.WithClock(clock), ratelimit.WithObserver(rec))
+	cfg := ratelimit.Config{Name: "trial", Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute, Mode: "shadow"}
+	l, err := ratelimit.New(nil, cfg, ratelimit.WithClock(clock), ratelimit.WithObserver(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +319,7 @@ func TestMultiPolicy(t *testing.T) {
 	doc := `{"api": {"algorithm": "multi", "rules": [
 		{"algorithm": "sliding_log", "limit": 2, "window": "1s"},
 		{"algorithm": "fixed_window", "limit": 3, "window": "1h"}], "on_failure": "local", "local_share": 0.5}}`
-	p, err := ratelimit.ParsePolicies([]byte(doc))
+	p, err := parsePolicies([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +332,7 @@ func TestMultiPolicy(t *testing.T) {
 			if backend == "redis" {
 				set, err = ratelimit.NewSet(rdb, p, ratelimit.WithClock(clock))
 			} else {
-				set, err = ratelimit.NewLocalSet(p, ratelimit.WithClock(clock))
+				set, err = ratelimit.NewSet(nil, p, ratelimit.WithClock(clock))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -360,19 +363,19 @@ func TestMultiPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ratelimit.ParsePolicies(out)
+	back, err := parsePolicies(out)
 	if err != nil || !reflect.DeepEqual(back, p) {
 		t.Errorf("round trip through %s = %+v, %v; want %+v", out, back, err, p)
 	}
 	for _, bad := range []struct{ doc, want string }{
 		{`{"a": {"algorithm": "multi"}}`, `field "rules"`},
 		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "gcra", "limit": 1, "window": "1s"}]}}`, "gcra"},
-		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 1}]}}`, "required"},
+		{`{"a": {"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 1}]}}`, `field "rules[0].window": invalid option: missing`},
 		{`{"a": {"algorithm": "multi", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, "must be 0"},
 		{`{"a": {"algorithm": "sliding_log", "limit": 5, "window": "1s", "rules": [{"algorithm": "sliding_log", "limit": 1, "window": "1s"}]}}`, `field "rules": invalid option: rules need algorithm "multi"`},
 	} {
-		if _, err := ratelimit.ParsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
+		if _, err := parsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("UnmarshalJSON(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
 		}
 	}
 }
@@ -385,7 +388,7 @@ func TestCandidatePolicy(t *testing.T) {
 	ctx := context.Background()
 	doc := `{"api": {"algorithm": "fixed_window", "limit": 4, "window": "1m",
 		"candidate": {"algorithm": "sliding_log", "limit": 4, "window": "1m"}}}`
-	p, err := ratelimit.ParsePolicies([]byte(doc))
+	p, err := parsePolicies([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +404,7 @@ func TestCandidatePolicy(t *testing.T) {
 			if backend == "redis" {
 				set, err = ratelimit.NewSet(rdb, p, opts...)
 			} else {
-				set, err = ratelimit.NewLocalSet(p, opts...)
+				set, err = ratelimit.NewSet(nil, p, opts...)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -416,7 +419,7 @@ func TestCandidatePolicy(t *testing.T) {
 			if r, _ := l.Allow(ctx, "k"); !r.Allowed {
 				t.Fatalf("Allow in the next fixed window = %+v, want allowed by fixed_window", r)
 			}
-			if c, ok := l.Strategy().(interface{ Wait() }); ok {
+			if c, ok := ratelimit.StrategyOf(l).(interface{ Wait() }); ok {
 				c.Wait() // background comparisons, if any
 			}
 			counts := map[string]int{}
@@ -451,8 +454,8 @@ func TestCandidatePolicy(t *testing.T) {
 		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2, "window": "1s", "mode": "shadow"}}}`, "mode must be empty"},
 		{`{"a": {"algorithm": "sliding_log", "limit": 1, "window": "1s", "candidate": {"algorithm": "gcra", "limit": 2}}}`, `field "candidate.window"`},
 	} {
-		if _, err := ratelimit.ParsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("ParsePolicies(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
+		if _, err := parsePolicies([]byte(bad.doc)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("UnmarshalJSON(%s): err = %v, want one saying %s", bad.doc, err, bad.want)
 		}
 	}
 }
@@ -474,7 +477,7 @@ func TestRefundThroughTheFacade(t *testing.T) {
 			if backend == "redis" {
 				l, err = ratelimit.New(rdb, cfg, append(opts, ratelimit.WithDenyCache(10))...)
 			} else {
-				l, err = ratelimit.NewLocal(cfg, opts...)
+				l, err = ratelimit.New(nil, cfg, opts...)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -536,25 +539,29 @@ func TestTiersThroughTheFacade(t *testing.T) {
 				if backend == "redis" {
 					l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock), ratelimit.WithDenyCache(10))
 				} else {
-					l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+					l, err = ratelimit.New(nil, cfg, ratelimit.WithClock(clock))
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := l.Tiers(); !reflect.DeepEqual(got, []string{"pro"}) {
-					t.Errorf("Tiers() = %v, want [pro]", got)
+				if got := slices.Sorted(maps.Keys(l.Config().Tiers)); !reflect.DeepEqual(got, []string{"pro"}) {
+					t.Errorf("Config().Tiers = %v, want [pro]", got)
 				}
-				for i, w := range []bool{true, true, false} { // free: 2
-					if r, _ := l.Tier("free").Allow(ctx, "u"); r.Allowed != w || r.Limit != 2 {
-						t.Fatalf("free Allow %d = %+v, want allowed %v, Limit 2 (an unknown tier is the policy's)", i, r, w)
+				if st, err := l.Tier("free"); st != nil || !errors.Is(err, strategy.ErrInvalidOption) ||
+					!strings.Contains(err.Error(), `no tier "free"`) || !strings.Contains(err.Error(), `the tiers are "pro"`) {
+					t.Errorf(`Tier("free") = %v, %v; want an error naming it and listing the tiers`, st, err)
+				}
+				for i, w := range []bool{true, true, false} { // free, the policy's own limit: 2
+					if r, _ := l.Allow(ctx, "u"); r.Allowed != w || r.Limit != 2 {
+						t.Fatalf("free Allow %d = %+v, want allowed %v, Limit 2 (the policy's)", i, r, w)
 					}
 				}
-				pro := l.Tier("pro")
-				if got := pro.Config(); got.Limit != 5 || got.Window != time.Minute {
-					t.Errorf("pro Config() = %+v, want Limit 5", got)
+				pro := mustTier(t, l, "pro")
+				if got := pro.Limit(); got.Limit != 5 || got.Window != time.Minute {
+					t.Errorf("pro Limit() = %+v, want Limit 5", got)
 				}
 				for i, w := range []bool{true, true, true, false} { // upgraded: 5, 2 used
-					if r, _ := pro.Allow(ctx, "u"); r.Allowed != w || r.Limit != 5 {
+					if r, _ := pro.AllowN(ctx, "u", 1); r.Allowed != w || r.Limit != 5 {
 						t.Fatalf("pro Allow %d = %+v, want allowed %v, Limit 5", i, r, w)
 					}
 				}
@@ -566,12 +573,12 @@ func TestTiersThroughTheFacade(t *testing.T) {
 	}
 	bad := base
 	bad.Tiers = map[string]ratelimit.Limit{"pro": {Limit: 5, Window: time.Second}}
-	if _, err := ratelimit.NewLocal(bad); !errors.Is(err, strategy.ErrInvalidLimit) || !strings.Contains(err.Error(), "Window") {
+	if _, err := ratelimit.New(nil, bad); !errors.Is(err, strategy.ErrInvalidLimit) || !strings.Contains(err.Error(), "Window") {
 		t.Errorf("a tier with another Window: err = %v, want ErrInvalidLimit naming Window", err)
 	}
 	sharded := base
 	sharded.Shards = 2
-	if _, err := ratelimit.NewLocal(sharded); !errors.Is(err, strategy.ErrInvalidOption) {
+	if _, err := ratelimit.New(nil, sharded); !errors.Is(err, strategy.ErrInvalidOption) {
 		t.Errorf("tiers on a sharded policy: err = %v, want ErrInvalidOption (sharded cannot override)", err)
 	}
 }
@@ -583,7 +590,7 @@ func TestTiersThroughTheFacade(t *testing.T) {
 func TestRefundAfterATier(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := conformance.Miniredis(t)
-	for _, a := range []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.GCRA} {
+	for _, a := range []strategy.Algorithm{ratelimit.TokenBucket, ratelimit.GCRA} {
 		cfg := ratelimit.Config{Algorithm: a, Limit: 4, Window: time.Minute, Prefix: "rt:",
 			Tiers: map[string]ratelimit.Limit{"pro": {Limit: 8}}}
 		for _, backend := range []string{"redis", "local"} {
@@ -593,14 +600,14 @@ func TestRefundAfterATier(t *testing.T) {
 			if backend == "redis" {
 				l, err = ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
 			} else {
-				l, err = ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+				l, err = ratelimit.New(nil, cfg, ratelimit.WithClock(clock))
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			pro := l.Tier("pro")
+			pro := mustTier(t, l, "pro")
 			for range 3 {
-				pro.Allow(ctx, "u")
+				pro.AllowN(ctx, "u", 1)
 			}
 			before, _ := l.Peek(ctx, "u")
 			after, err := l.RefundN(ctx, "u", 2)

@@ -14,7 +14,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
@@ -147,9 +146,9 @@ func getFixture(b *testing.B, alg, backend, keys, path string) *fixture {
 	case alg == "floor":
 		f.st = floorStrategy{client(b, backend)}
 	case backend == "local":
-		f.st, err = targets.NewLocalStrategy(ratelimit.Algorithm(alg), lim, f.clock, shards)
+		f.st, err = targets.NewLocalStrategy(strategy.Algorithm(alg), lim, f.clock, shards)
 	default:
-		f.st, err = targets.NewStrategy(ratelimit.Algorithm(alg), client(b, backend), lim, prefix, f.clock, shards)
+		f.st, err = targets.NewStrategy(strategy.Algorithm(alg), client(b, backend), lim, prefix, f.clock, shards)
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package compactlog_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -357,11 +358,11 @@ func TestWidth(t *testing.T) {
 
 // TestFacade: Config and policy JSON accept "compact_log".
 func TestFacade(t *testing.T) {
-	p, err := ratelimit.ParsePolicies([]byte(`{"login": {"algorithm": "compact_log", "limit": 2, "window": "1m"}}`))
-	if err != nil {
+	var p ratelimit.Policies
+	if err := json.Unmarshal([]byte(`{"login": {"algorithm": "compact_log", "limit": 2, "window": "1m"}}`), &p); err != nil {
 		t.Fatal(err)
 	}
-	_, rdb := conformance.Miniredis(t)
+	mr, rdb := conformance.Miniredis(t)
 	set, err := ratelimit.NewSet(rdb, p)
 	if err != nil {
 		t.Fatal(err)
@@ -370,13 +371,18 @@ func TestFacade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := l.Strategy().(*compactlog.Limiter); !ok {
-		t.Fatalf("strategy %T, want *compactlog.Limiter", l.Strategy())
-	}
 	for i, want := range []bool{true, true, false} {
 		if r, err := l.Allow(ctx, "u"); err != nil || r.Allowed != want {
 			t.Fatalf("request %d: %+v, %v; want Allowed %v", i+1, r, err, want)
 		}
+	}
+	// the compact log decided: its key, under the policy's namespace
+	cl, err := compactlog.New(rdb, strategy.Limit{Limit: 2, Window: time.Minute}, strategy.WithPrefix("rl:login:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := mr.Keys(); len(keys) != 1 || keys[0] != cl.Key("u") {
+		t.Fatalf("keys %q, want the compact log's %q", keys, cl.Key("u"))
 	}
 }
 
@@ -452,7 +458,7 @@ func TestTTLAfterEviction(t *testing.T) {
 // TestFacadeRejectsAboveMaxLimit: the facade's error for a Limit above
 // MaxLimit names the limit and MaxLimit.
 func TestFacadeRejectsAboveMaxLimit(t *testing.T) {
-	_, err := ratelimit.NewLocal(ratelimit.Config{Algorithm: ratelimit.CompactLog, Limit: compactlog.MaxLimit + 1, Window: time.Second})
+	_, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.CompactLog, Limit: compactlog.MaxLimit + 1, Window: time.Second})
 	if !errors.Is(err, strategy.ErrInvalidLimit) || !strings.Contains(err.Error(), "Limit must be <= 10000") {
 		t.Errorf("facade with Limit above MaxLimit: err = %v, want ErrInvalidLimit naming Limit and MaxLimit", err)
 	}

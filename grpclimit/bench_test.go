@@ -18,7 +18,7 @@ import (
 // BenchmarkInterceptor is the interceptor's own cost per call, in process:
 // key, decision by an in-process limiter, metadata, context.
 func BenchmarkInterceptor(b *testing.B) {
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 1 << 40, Window: time.Hour})
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 1 << 40, Window: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func (nopTransport) SetTrailer(md metadata.MD) error { return nil }
 // Compare them as ratios.
 func BenchmarkUnaryCall(b *testing.B) {
 	cfg := ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 1 << 40, Window: time.Hour, Timeout: 10 * time.Second}
-	local, err := ratelimit.NewLocal(cfg)
+	local, err := ratelimit.New(nil, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

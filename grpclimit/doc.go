@@ -59,7 +59,7 @@
 //   - google.rpc.RetryInfo, whose retry_delay is Result.RetryAfter (to the
 //     millisecond, not rounded to seconds): the earliest the same call can
 //     pass. It is left out when the call can never pass (its cost exceeds
-//     the capacity: RetryAfter is ratelimit.Never).
+//     the capacity: RetryAfter is strategy.Never).
 //   - google.rpc.QuotaFailure with one violation: subject "policy:<name>",
 //     quota_id the policy's name, quota_value its capacity (q), and a
 //     description. The caller's key is never echoed: it may be an API key.

@@ -286,12 +286,9 @@ func NewSet(set *ratelimit.Set, routes Routes, opts ...Option) (*Interceptor, er
 		if p, ok := built[name]; ok {
 			return p, nil
 		}
-		if !slices.Contains(set.Names(), name) {
-			return nil, invalid(fmt.Sprintf("%s: no policy %q; the policies are %s", field, name, quoteAll(set.Names())))
-		}
 		l, err := set.Get(name)
-		if err != nil {
-			return nil, err
+		if err != nil { // it names the policy and lists those there are
+			return nil, fmt.Errorf("%w (grpclimit %s)", err, field)
 		}
 		live, err := newPolicy(l)
 		if err != nil {
@@ -327,14 +324,6 @@ func NewSet(set *ratelimit.Set, routes Routes, opts ...Option) (*Interceptor, er
 		}
 	}
 	return build(methods, fallback, opts)
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }
 
 func newPolicy(l Limiter) (*policy, error) {

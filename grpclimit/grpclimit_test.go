@@ -528,14 +528,14 @@ func TestCostAndErrors(t *testing.T) {
 
 // Invalid construction fails with one prefix, naming the field.
 func TestNewErrors(t *testing.T) {
-	set, err := ratelimit.NewLocalSet(ratelimit.Policies{
+	set, err := ratelimit.NewSet(nil, ratelimit.Policies{
 		"a": {Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second},
 		"b": {Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "bad\nname", Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second})
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "bad\nname", Algorithm: ratelimit.FixedWindow, Limit: 1, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,8 +549,8 @@ func TestNewErrors(t *testing.T) {
 		{"typed nil limiter", second(grpclimit.New((*ratelimit.Limiter)(nil))), "grpclimit: limiter is nil"},
 		{"nil set", second(grpclimit.NewSet(nil, grpclimit.Routes{})), "grpclimit: set is nil"},
 		{"unknown policy", second(grpclimit.NewSet(set, grpclimit.Routes{Methods: map[string]string{emptyCall: "c"}})),
-			`grpclimit: Routes.Methods["/grpc.testing.TestService/EmptyCall"]: no policy "c"; the policies are "a", "b"`},
-		{"unknown default", second(grpclimit.NewSet(set, grpclimit.Routes{Default: "z"})), `grpclimit: Routes.Default: no policy "z"`},
+			`no policy "c"; the policies are "a", "b" (grpclimit Routes.Methods["/grpc.testing.TestService/EmptyCall"])`},
+		{"unknown default", second(grpclimit.NewSet(set, grpclimit.Routes{Default: "z"})), `no policy "z"; the policies are "a", "b" (grpclimit Routes.Default)`},
 		{"bad method", second(grpclimit.NewSet(set, grpclimit.Routes{Methods: map[string]string{"grpc.testing.TestService/EmptyCall": "a"}})),
 			`grpclimit: Routes.Methods["grpc.testing.TestService/EmptyCall"]: want "/package.Service/Method" or "/package.Service/*"`},
 		{"bad wildcard", second(grpclimit.NewSet(set, grpclimit.Routes{Methods: map[string]string{"/svc/Get*": "a"}})), `Routes.Methods["/svc/Get*"]: want`},

@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/grpclimit"
 	"github.com/ratekit/ratelimit/httplimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // fixed is a Limiter that answers one Result.
@@ -52,7 +53,7 @@ func TestMetadataMatchesHTTP(t *testing.T) {
 	}{
 		{"allowed", sl, ratelimit.Result{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 1500 * time.Millisecond}},
 		{"denied", sl, ratelimit.Result{Limit: 5, RetryAfter: 1200 * time.Millisecond, ResetAfter: 1499 * time.Millisecond}},
-		{"never", sl, ratelimit.Result{Limit: 5, Remaining: 5, RetryAfter: ratelimit.Never}},
+		{"never", sl, ratelimit.Result{Limit: 5, Remaining: 5, RetryAfter: strategy.Never}},
 		{"burst", tb, ratelimit.Result{Allowed: true, Limit: 250, Remaining: 249, ResetAfter: 10 * time.Millisecond}},
 		{"burst denied", tb, ratelimit.Result{Limit: 250, RetryAfter: 10 * time.Millisecond, ResetAfter: 2500 * time.Millisecond}},
 		{"huge", tb, ratelimit.Result{Allowed: true, Limit: 1 << 60, Remaining: 1 << 60, ResetAfter: 1 << 62}},

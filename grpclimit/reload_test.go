@@ -25,7 +25,7 @@ func TestSetFollowsReloads(t *testing.T) {
 		return ratelimit.Policies{"api": {Algorithm: ratelimit.FixedWindow, Limit: limit, Window: time.Hour}}
 	}
 	clock := strategy.ClockFunc(func() time.Time { return time.Unix(1_700_000_000, 0) }) // no hour boundary mid-test
-	set, err := ratelimit.NewLocalSet(policy(1), ratelimit.WithClock(clock))
+	set, err := ratelimit.NewSet(nil, policy(1), ratelimit.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

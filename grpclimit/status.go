@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // The response metadata keys, draft-ietf-httpapi-ratelimit-headers-11's
@@ -32,13 +33,13 @@ func (p *policy) metadata(res ratelimit.Result) metadata.MD {
 
 // denial returns the status error of a denied decision.
 func (p *policy) denial(res ratelimit.Result) error {
-	if res.Degraded && p.cfg.OnFailure == ratelimit.FailClosed && res.RetryAfter != ratelimit.Never {
+	if res.Degraded && p.cfg.OnFailure == ratelimit.FailClosed && res.RetryAfter != strategy.Never {
 		// Redis is down and the policy refuses: no quota was exceeded.
 		st := status.New(codes.Unavailable, fmt.Sprintf("grpclimit: rate limiter of policy %q unavailable; retry after %s", p.name, retryText(res.RetryAfter)))
 		return withDetails(st, &errdetails.RetryInfo{RetryDelay: durationpb.New(res.RetryAfter)})
 	}
 	q := p.fields.Capacity(res)
-	if res.RetryAfter == ratelimit.Never {
+	if res.RetryAfter == strategy.Never {
 		msg := fmt.Sprintf("grpclimit: the call costs more than the capacity %d of policy %q", q, p.name)
 		return withDetails(status.New(codes.ResourceExhausted, msg), p.quotaFailure(q, "the call costs more than the capacity"))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // maxSFInteger is the largest structured-field Integer (15 digits).
@@ -93,7 +94,7 @@ func (f *Fields) RateLimit(res ratelimit.Result) string {
 // RetryAfter in whole seconds, rounded up, at least 1; false for an allowed
 // request and for one that can never pass.
 func (f *Fields) RetryAfter(res ratelimit.Result) (int64, bool) {
-	if res.Allowed || res.RetryAfter == ratelimit.Never {
+	if res.Allowed || res.RetryAfter == strategy.Never {
 		return 0, false
 	}
 	return max(ceilSeconds(res.RetryAfter), 1), true

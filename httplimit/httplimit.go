@@ -42,7 +42,7 @@
 //     GCRA, until the bucket is full again);
 //   - Retry-After (denials only) is Result.RetryAfter in whole seconds
 //     rounded up, at least 1. A request that can never pass (its cost exceeds
-//     the capacity: RetryAfter is ratelimit.Never) is denied without
+//     the capacity: RetryAfter is strategy.Never) is denied without
 //     Retry-After;
 //   - t on a denial with Retry-After is the same number as Retry-After: the
 //     draft (section 6) says Retry-After SHOULD NOT reference a point earlier
@@ -178,7 +178,7 @@ func PassThrough(w http.ResponseWriter, r *http.Request, next http.Handler, err 
 // headers already.
 func DefaultDenyHandler(w http.ResponseWriter, r *http.Request) {
 	msg := "rate limit exceeded"
-	if res, ok := ResultFromContext(r.Context()); ok && res.RetryAfter == ratelimit.Never {
+	if res, ok := ResultFromContext(r.Context()); ok && res.RetryAfter == strategy.Never {
 		msg = "request exceeds the rate limit's capacity"
 	}
 	http.Error(w, msg, http.StatusTooManyRequests)

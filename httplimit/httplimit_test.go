@@ -30,7 +30,7 @@ func local(t *testing.T, cfg ratelimit.Config) (*ratelimit.Limiter, *conformance
 		cfg.Algorithm = ratelimit.SlidingLog
 	}
 	clock := conformance.NewClock(conformance.Epoch)
-	l, err := ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
+	l, err := ratelimit.New(nil, cfg, ratelimit.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestHeadersAllowedAndDenied(t *testing.T) {
 }
 
 func TestHeadersEveryAlgorithm(t *testing.T) {
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			cfg := ratelimit.Config{Name: "search", Algorithm: a, Limit: 10, Window: 1500 * time.Millisecond, Burst: 20}
 			l, _ := local(t, cfg)

@@ -19,7 +19,7 @@ import (
 
 func localSet(t testing.TB, p ratelimit.Policies) *ratelimit.Set {
 	t.Helper()
-	set, err := ratelimit.NewLocalSet(p, ratelimit.WithClock(conformance.NewClock(conformance.Epoch)))
+	set, err := ratelimit.NewSet(nil, p, ratelimit.WithClock(conformance.NewClock(conformance.Epoch)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestNewForPolicyFollowsUpdate(t *testing.T) {
 	check(t, "second after lowering to 1", do(h, req{}), want{status: 429, policy: `"login";q=1;w=60`, rateLimit: `"login";r=0;t=60`, retry: "60"})
 
 	// an unchanged policy keeps its Limiter and its state
-	if err := set.Update(set.Policies()); err != nil {
+	if err := set.Update(loginPolicy(1)); err != nil { // the policies in force
 		t.Fatal(err)
 	}
 	check(t, "after an Update that changes nothing", do(h, req{}), want{status: 429, policy: `"login";q=1;w=60`, rateLimit: `"login";r=0;t=60`, retry: "60"})

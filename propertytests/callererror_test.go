@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/prop"
@@ -46,6 +47,7 @@ func callerErrorProp(_ *testing.T, s subject, b backend, mk envBuilder, _ *stats
 		}
 		refused := strategy.Limit{Limit: compactlog.MaxLimit + 1, Window: lim.Window}
 		ls := make([]*ratelimit.Limiter, len(e.hosts))
+		tiers := make([]strategy.Strategy, len(e.hosts))
 		for h, host := range e.hosts {
 			ov, ok := host.(strategy.LimitOverrider)
 			if !ok {
@@ -55,17 +57,20 @@ func callerErrorProp(_ *testing.T, s subject, b backend, mk envBuilder, _ *stats
 				return fmt.Sprintf("%T accepts %+v; the property needs a limit it refuses", host, refused)
 			}
 			l, err := ratelimit.Wrap(overrider{host, ov}, ratelimit.Config{OnFailure: ratelimit.FailOpen,
-				Timeout: ratelimit.MaxTimeout, Tiers: map[string]ratelimit.Limit{"refused": {Limit: refused.Limit}}})
+				Timeout: time.Minute, Tiers: map[string]ratelimit.Limit{"refused": {Limit: refused.Limit}}})
 			if err != nil {
 				return "Wrap: " + err.Error()
 			}
 			ls[h] = l
+			if tiers[h], err = l.Tier("refused"); err != nil {
+				return "Tier: " + err.Error()
+			}
 		}
 		for i, st := range c.Steps {
 			e.advance(st.advance(lim, e.now()))
 			alone.clock.Set(e.clock.Now())
 			for _, r := range st.Reqs {
-				bad := e.call(ls[r.Host].Tier("refused"), i, r.Host, r.Subject, r.Op, r.N)
+				bad := e.call(tiers[r.Host], i, r.Host, r.Subject, r.Op, r.N)
 				if !errors.Is(bad.err, strategy.ErrInvalidLimit) || bad.res != (strategy.Result{}) {
 					return fmt.Sprintf("under a refused tier %s; want no Result and an error wrapping ErrInvalidLimit", bad)
 				}

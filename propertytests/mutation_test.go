@@ -387,14 +387,14 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 	},
 	{
 		name:     "shadow mode: a shadow denial not reported (Result.Shadow unset)",
-		file:     "failure.go",
+		file:     "decide.go",
 		edits:    []edit{{old: `r.Allowed, r.Shadow = true, true`, new: `r.Allowed, r.Shadow = true, false`}},
 		subjects: "fixedwindow", backends: "local",
 	},
 	{
 		name:     "shadow mode: a Peek of a full subject reported as a shadow pass",
-		file:     "failure.go",
-		edits:    []edit{{old: `if l.shadow && !r.Allowed && err == nil && op == opAllow && n > 0 {`, new: `if l.shadow && !r.Allowed && err == nil {`}},
+		file:     "decide.go",
+		edits:    []edit{{old: `if l.shadow && !r.Allowed && err == nil && c.Op == guard.Allow && c.N > 0 {`, new: `if l.shadow && !r.Allowed && err == nil {`}},
 		subjects: "slidinglog", backends: "local",
 	},
 	{

@@ -3,6 +3,7 @@ package propertytests
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/prop"
@@ -34,7 +35,7 @@ func shadowProp(_ *testing.T, s subject, b backend, mk envBuilder, _ *stats) gop
 		}
 		shadow := make([]*ratelimit.Limiter, len(e.hosts))
 		for h := range e.hosts {
-			l, err := ratelimit.Wrap(e.hosts[h], ratelimit.Config{Mode: ratelimit.ModeShadow, Timeout: ratelimit.MaxTimeout})
+			l, err := ratelimit.Wrap(e.hosts[h], ratelimit.Config{Mode: "shadow", Timeout: time.Minute})
 			if err != nil {
 				return "Wrap: " + err.Error()
 			}

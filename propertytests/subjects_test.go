@@ -43,7 +43,7 @@ func (k kind) capacity(lim strategy.Limit) int64 {
 // subject is one strategy under test: an algorithm, sharded or not.
 type subject struct {
 	name      string
-	algorithm ratelimit.Algorithm
+	algorithm strategy.Algorithm
 	kind      kind
 	newRedis  func(rdb redis.Scripter, lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error)
 	newLocal  func(lim strategy.Limit, opts ...strategy.Option) (strategy.Strategy, error)
@@ -151,11 +151,11 @@ func (s subject) limits(lim strategy.Limit) []strategy.Limit {
 // TestEveryAlgorithmIsCovered fails when the facade offers an algorithm that
 // has no entry here: a strategy without properties is a hole.
 func TestEveryAlgorithmIsCovered(t *testing.T) {
-	have := map[ratelimit.Algorithm]bool{}
+	have := map[strategy.Algorithm]bool{}
 	for _, s := range algorithms {
 		have[s.algorithm] = true
 	}
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		if !have[a] {
 			t.Errorf("algorithm %q is registered in the facade but has no entry in propertytests' algorithms table", a)
 		}

@@ -36,7 +36,7 @@
 //     dropped. They make no span and do not count in ratelimit.decisions.
 //   - ratelimit.evictions (counter, {subject}): subjects evicted from the
 //     limiter's in-process structures (twin, FailLocal twin, denial cache)
-//     to keep within their bound (ratelimit.WithMaxSubjects,
+//     to keep within their bound (ratelimit.Config.MaxSubjects,
 //     WithDenyCache), by policy and algorithm: a non-zero rate means more
 //     subjects within a window than the bound, and evicted subjects start
 //     fresh.
@@ -86,6 +86,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -143,7 +144,7 @@ const (
 var durationBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
 
 // breakerStates are the states a breaker gauge has a series for.
-var breakerStates = []ratelimit.BreakerState{ratelimit.BreakerClosed, ratelimit.BreakerOpen, ratelimit.BreakerHalfOpen}
+var breakerStates = []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen}
 
 // Option configures an Observer.
 type Option func(*config)
@@ -333,7 +334,7 @@ func ErrorType(err error) string {
 		return "invalid_option"
 	case errors.Is(err, strategy.ErrInvalidLimit):
 		return "invalid_limit"
-	case errors.Is(err, ratelimit.ErrCircuitOpen):
+	case errors.Is(err, breaker.ErrOpen):
 		return "circuit_open"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
@@ -352,7 +353,7 @@ type breakerSeen struct {
 	sets  []metric.RecordOption
 }
 
-func (o *Observer) recordBreaker(ctx context.Context, policy string, s ratelimit.BreakerState) {
+func (o *Observer) recordBreaker(ctx context.Context, policy string, s breaker.State) {
 	v, ok := o.breakers.Load(policy)
 	if !ok {
 		b := &breakerSeen{}

@@ -22,6 +22,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/ratelimitotel"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -295,7 +296,7 @@ func TestDecisionsThroughTheFacade(t *testing.T) {
 func TestDegradedAndBreaker(t *testing.T) {
 	tel := newTelemetry(t)
 	mr, rdb := miniClient(t)
-	br, err := ratelimit.NewBreaker(2, time.Hour)
+	br, err := breaker.New(2, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestErrorType(t *testing.T) {
 		{nil, ""},
 		{fmt.Errorf("x: %w", strategy.ErrInvalidKey), "invalid_key"},
 		{fmt.Errorf("x: %w", strategy.ErrInvalidCost), "invalid_cost"},
-		{fmt.Errorf("%w: %w", strategy.ErrBackend, ratelimit.ErrCircuitOpen), "circuit_open"},
+		{fmt.Errorf("%w: %w", strategy.ErrBackend, breaker.ErrOpen), "circuit_open"},
 		{fmt.Errorf("%w: %w", strategy.ErrBackend, context.DeadlineExceeded), "timeout"},
 		{fmt.Errorf("%w: %w", strategy.ErrBackend, context.Canceled), "canceled"},
 		{fmt.Errorf("%w: connection refused", strategy.ErrBackend), "backend"},
@@ -406,7 +407,7 @@ func TestGlobalProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "upload", Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Hour},
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "upload", Algorithm: ratelimit.SlidingLog, Limit: 1, Window: time.Hour},
 		ratelimit.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +437,7 @@ func TestConcurrentObserve(t *testing.T) {
 			for i := 0; i < per; i++ {
 				obs.Observe(context.Background(), ratelimit.Decision{Policy: fmt.Sprint("p", g%2), Algorithm: ratelimit.SlidingLog,
 					Op: "allow", N: 1, Result: ratelimit.Result{Allowed: i%2 == 0}, Start: time.Now(), Duration: time.Millisecond,
-					Breaker: ratelimit.BreakerState(i % 3)})
+					Breaker: breaker.State(i % 3)})
 			}
 		}()
 	}
@@ -456,8 +457,9 @@ func TestConcurrentObserve(t *testing.T) {
 // Subjects evicted to keep a limiter within its bound are counted.
 func TestEvictions(t *testing.T) {
 	tel := newTelemetry(t)
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "ips", Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Hour},
-		ratelimit.WithMaxSubjects(8), ratelimit.WithObserver(tel.observer(t)))
+	var evicted evictionCount
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "ips", Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Hour, MaxSubjects: 8},
+		ratelimit.WithObserver(multiObserver{tel.observer(t), &evicted}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,8 +470,22 @@ func TestEvictions(t *testing.T) {
 	}
 	points := tel.collect(t)
 	got := value(t, points, ratelimitotel.MetricEvictions, map[string]string{"ratelimit.policy": "ips", "ratelimit.algorithm": "fixed_window"}).value
-	if want := float64(lim.Evicted()); got != want || want < 100-8 {
-		t.Fatalf("%s = %v, want %v (Limiter.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
+	if want := float64(evicted.n); got != want || want < 100-8 {
+		t.Fatalf("%s = %v, want %v (the sum of Decision.Evicted, at least 92)", ratelimitotel.MetricEvictions, got, want)
+	}
+}
+
+// evictionCount sums Decision.Evicted.
+type evictionCount struct{ n int64 }
+
+func (e *evictionCount) Observe(_ context.Context, d ratelimit.Decision) { e.n += d.Evicted }
+
+// multiObserver tells each of its observers.
+type multiObserver []ratelimit.Observer
+
+func (m multiObserver) Observe(ctx context.Context, d ratelimit.Decision) {
+	for _, o := range m {
+		o.Observe(ctx, d)
 	}
 }
 
@@ -477,7 +493,7 @@ func TestEvictions(t *testing.T) {
 // it let through apart from both allowed and denied decisions.
 func TestShadowDenials(t *testing.T) {
 	tel := newTelemetry(t)
-	lim, err := ratelimit.NewLocal(ratelimit.Config{Name: "trial", Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: ratelimit.ModeShadow},
+	lim, err := ratelimit.New(nil, ratelimit.Config{Name: "trial", Algorithm: ratelimit.FixedWindow, Limit: 2, Window: time.Hour, Mode: "shadow"},
 		ratelimit.WithObserver(tel.observer(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +522,7 @@ func TestCandidateAgreement(t *testing.T) {
 	tel := newTelemetry(t)
 	cfg := ratelimit.Config{Name: "api", Algorithm: ratelimit.FixedWindow, Limit: 3, Window: time.Hour,
 		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Hour}}
-	lim, err := ratelimit.NewLocal(cfg, ratelimit.WithObserver(tel.observer(t)))
+	lim, err := ratelimit.New(nil, cfg, ratelimit.WithObserver(tel.observer(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

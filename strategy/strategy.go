@@ -102,7 +102,7 @@ type Result struct {
 	// (see ratelimit.FailurePolicy). Strategies never set it.
 	Degraded bool
 	// Shadow reports a denial that the limiter let through because its
-	// policy is in shadow mode (ratelimit.ModeShadow): Allowed is true and
+	// policy is in shadow mode (ratelimit.Config.Mode "shadow"): Allowed is true and
 	// the other fields are what enforcement decided. Strategies never set
 	// it.
 	Shadow bool
@@ -165,3 +165,9 @@ const (
 	// previous windows' counters (package slidingcounter).
 	SlidingCounter Algorithm = "sliding_counter"
 )
+
+// Algorithms returns the algorithms above, sorted: the names a facade
+// Config accepts besides "multi", which combines some of them.
+func Algorithms() []Algorithm {
+	return []Algorithm{CompactLog, FixedWindow, GCRA, SlidingCounter, SlidingLog, TokenBucket}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 func main() {
@@ -23,7 +24,7 @@ func main() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		lim, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: a, Limit: 5, Window: time.Minute, Prefix: "demo:"})
 		if err != nil {
 			log.Fatal(err)

@@ -22,7 +22,7 @@ import (
 // service uses ratelimit.New on Redis.
 func loginLimits() *httplimit.Middleware {
 	stopped := strategy.ClockFunc(func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) })
-	limiter, err := ratelimit.NewLocal(ratelimit.Config{
+	limiter, err := ratelimit.New(nil, ratelimit.Config{
 		Name: "login", Algorithm: ratelimit.SlidingLog, Limit: 2, Window: time.Minute,
 	}, ratelimit.WithClock(stopped))
 	if err != nil {

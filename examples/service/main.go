@@ -32,16 +32,21 @@ package main
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -81,6 +86,9 @@ var Required = []string{"login", "search", "upload", "upstream"}
 type Service struct {
 	set *ratelimit.Set
 	mux *http.ServeMux
+
+	mu  sync.Mutex         // serializes Reload
+	cur ratelimit.Policies // the policies in force
 }
 
 // NewHandler returns the service's routes, rate-limited with the policies
@@ -126,7 +134,7 @@ func NewService(rdb redis.Scripter, cfg Config) (*Service, error) {
 	}
 	mux.HandleFunc("GET /report", report(set))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	return &Service{set: set, mux: mux}, nil
+	return &Service{set: set, mux: mux, cur: maps.Clone(cfg.Policies)}, nil
 }
 
 // ServeHTTP serves the service's routes.
@@ -137,41 +145,102 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serv
 // unchanged keep their limiters; changed ones keep their subjects' units in
 // Redis unless their algorithm changed. On any error (a required policy
 // missing, an invalid one) nothing changes. It returns what changed.
-func (s *Service) Reload(p ratelimit.Policies) (ratelimit.Changes, error) {
+func (s *Service) Reload(p ratelimit.Policies) (Changes, error) {
 	if err := checkRequired(p); err != nil {
-		return ratelimit.Changes{}, err
+		return Changes{}, err
 	}
-	old := s.set.Policies()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.set.Update(p); err != nil {
-		return ratelimit.Changes{}, err
+		return Changes{}, err
 	}
-	return old.Diff(p), nil
+	c := diff(s.cur, p)
+	s.cur = maps.Clone(p)
+	return c, nil
+}
+
+// Changes lists, by policy name, what a Reload changed. Each list is
+// sorted.
+type Changes struct {
+	Added, Changed, Removed []string
+}
+
+// String returns e.g. "added search; changed login; removed upload", or
+// "no change".
+func (c Changes) String() string {
+	var parts []string
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"added", c.Added}, {"changed", c.Changed}, {"removed", c.Removed}} {
+		if len(l.names) > 0 {
+			parts = append(parts, l.what+" "+strings.Join(l.names, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// diff returns what replacing old with next changes.
+func diff(old, next ratelimit.Policies) Changes {
+	var c Changes
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		n, ok := next[name]
+		switch {
+		case !ok:
+			c.Removed = append(c.Removed, name)
+		case !reflect.DeepEqual(old[name], n):
+			c.Changed = append(c.Changed, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		if _, ok := old[name]; !ok {
+			c.Added = append(c.Added, name)
+		}
+	}
+	return c
 }
 
 // ReloadFile reads the policy file at path and reloads its policies (see
-// Reload): what the service does on SIGHUP. A file larger than
-// ratelimit.MaxPolicyBytes is refused unread beyond that.
-func (s *Service) ReloadFile(path string) (ratelimit.Changes, error) {
-	data, err := readPolicies(path)
+// Reload): what the service does on SIGHUP.
+func (s *Service) ReloadFile(path string) (Changes, error) {
+	p, err := readPolicies(path)
 	if err != nil {
-		return ratelimit.Changes{}, err
-	}
-	p, err := ratelimit.ParsePolicies(data)
-	if err != nil {
-		return ratelimit.Changes{}, err
+		return Changes{}, err
 	}
 	return s.Reload(p)
 }
 
-// readPolicies reads the file at path, at most one byte more than
-// ratelimit.MaxPolicyBytes (enough for ParsePolicies to refuse it).
-func readPolicies(path string) ([]byte, error) {
+// maxPolicyFile is the largest policy file read: ratelimit refuses
+// documents above 1 MiB, so one byte more is enough for it to refuse.
+const maxPolicyFile = 1<<20 + 1
+
+// readPolicies reads and decodes the policy file at path.
+func readPolicies(path string) (ratelimit.Policies, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, ratelimit.MaxPolicyBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicyFile))
+	if err != nil {
+		return nil, err
+	}
+	return parsePolicies(data)
+}
+
+// parsePolicies decodes a policy document.
+func parsePolicies(data []byte) (ratelimit.Policies, error) {
+	var p ratelimit.Policies
+	if err := json.Unmarshal(data, &p); err != nil {
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return nil, fmt.Errorf("invalid JSON at byte %d: %w", se.Offset, err)
+		}
+		return nil, err
+	}
+	return p, nil
 }
 
 // checkRequired reports the first policy of Required that p lacks.
@@ -236,14 +305,10 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	}
 	logger := log.New(logw, "service: ", log.LstdFlags)
 
-	data := DefaultPolicies
+	policies, err := parsePolicies(DefaultPolicies)
 	if *policiesPath != "" {
-		var err error
-		if data, err = readPolicies(*policiesPath); err != nil {
-			return err
-		}
+		policies, err = readPolicies(*policiesPath)
 	}
-	policies, err := ratelimit.ParsePolicies(data)
 	if err != nil {
 		return err
 	}
@@ -279,7 +344,7 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 		return err
 	}
 	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 10 * time.Second}
-	logger.Printf("listening on http://%s (policies: %s)", ln.Addr(), strings.Join(policies.Names(), ", "))
+	logger.Printf("listening on http://%s (policies: %s)", ln.Addr(), strings.Join(slices.Sorted(maps.Keys(policies)), ", "))
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

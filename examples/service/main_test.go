@@ -25,6 +25,7 @@ import (
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // client drives a running service over HTTP.
@@ -91,7 +92,7 @@ func retryAfter(t *testing.T, label string, r resp, max int64) int64 {
 
 func mustPolicies(t *testing.T, json string) ratelimit.Policies {
 	t.Helper()
-	p, err := ratelimit.ParsePolicies([]byte(json))
+	p, err := parsePolicies([]byte(json))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func mustPolicies(t *testing.T, json string) ratelimit.Policies {
 // on a loaded machine can take longer than the default 250ms to answer its
 // first EVAL, and a timed-out decision would be the failure policy's, not
 // the one under test.
-func testPolicies(t *testing.T, alg ratelimit.Algorithm) ratelimit.Policies {
+func testPolicies(t *testing.T, alg strategy.Algorithm) ratelimit.Policies {
 	return mustPolicies(t, fmt.Sprintf(`{
 		"login":    {"algorithm": "sliding_log", "limit": 5, "window": "1m", "timeout": "10s"},
 		"search":   {"algorithm": %q, "limit": 3, "window": "1m", "timeout": "10s"},
@@ -216,7 +217,7 @@ func TestServiceOnRealRedis(t *testing.T) {
 func TestServiceEveryAlgorithm(t *testing.T) {
 	srv := testredis.Start(t)
 	rdb := srv.Client(t)
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
 			p := testPolicies(t, a)
 			s := p["search"]
@@ -272,7 +273,7 @@ func TestServiceExactHeaders(t *testing.T) {
 }
 
 func TestDefaultPolicies(t *testing.T) {
-	p, err := ratelimit.ParsePolicies(DefaultPolicies)
+	p, err := parsePolicies(DefaultPolicies)
 	if err != nil {
 		t.Fatal(err)
 	}

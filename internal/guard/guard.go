@@ -18,16 +18,31 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// Op is the operation a call makes.
+// Op is the operation a call makes: the one vocabulary of a Limiter's
+// operations, from its methods to the Observer (ratelimit.Decision.Op is
+// Op.String()).
 type Op uint8
 
-// The operations.
+// The operations. Compare is not a call to a strategy: it names the
+// decision of a Limiter's candidate (ratelimit.Config.Candidate) to the
+// Observer.
 const (
 	Allow Op = iota
 	Peek
 	Reset
 	Refund
+	Compare
 )
+
+var opNames = [...]string{Allow: "allow", Peek: "peek", Reset: "reset", Refund: "refund", Compare: "compare"}
+
+// String returns "allow", "peek", "reset", "refund" or "compare".
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("Op(%d)", o)
+}
 
 // Call is one call to a strategy. Lim, when its Window is not zero, is the
 // limit of this call (strategy.LimitOverrider).

@@ -68,17 +68,20 @@ type replayResult struct {
 	CandidateUnits int64 `json:"candidate_units"`
 }
 
+// maxPolicyBytes is the largest policy document the library reads.
+const maxPolicyBytes = 1 << 20
+
 // parsePolicy decodes one policy given as a JSON object, with the
 // library's own decoder, so errors name the flag and the field.
 func parsePolicy(flagName, obj string) (ratelimit.Config, error) {
 	if strings.TrimSpace(obj) == "" {
 		return ratelimit.Config{}, fmt.Errorf("-%s: want a policy as a JSON object, e.g. '{\"algorithm\":\"fixed_window\",\"limit\":100,\"window\":\"1m\"}'", flagName)
 	}
-	if len(obj) > ratelimit.MaxPolicyBytes {
-		return ratelimit.Config{}, fmt.Errorf("-%s: the policy must be at most %d bytes, got %d", flagName, ratelimit.MaxPolicyBytes, len(obj))
+	if len(obj) > maxPolicyBytes {
+		return ratelimit.Config{}, fmt.Errorf("-%s: the policy must be at most %d bytes, got %d", flagName, maxPolicyBytes, len(obj))
 	}
-	p, err := ratelimit.ParsePolicies([]byte(`{"` + flagName + `":` + obj + `}`))
-	if err != nil {
+	var p ratelimit.Policies
+	if err := json.Unmarshal([]byte(`{"`+flagName+`":`+obj+`}`), &p); err != nil {
 		return ratelimit.Config{}, fmt.Errorf("-%s: %s", flagName, unprefixed(err))
 	}
 	return p[flagName], nil
@@ -170,11 +173,11 @@ func replay(ctx context.Context, events []event, ecfg, ccfg ratelimit.Config) (r
 	for _, e := range events {
 		subjects[e.subject] = struct{}{}
 	}
-	enf, err := ratelimit.NewLocal(ecfg, ratelimit.WithClock(clock))
+	enf, err := ratelimit.New(nil, ecfg, ratelimit.WithClock(clock))
 	if err != nil {
 		return replayResult{}, fmt.Errorf("-enforced: %s", unprefixed(err))
 	}
-	cand, err := ratelimit.NewLocal(ccfg, ratelimit.WithClock(clock))
+	cand, err := ratelimit.New(nil, ccfg, ratelimit.WithClock(clock))
 	if err != nil {
 		return replayResult{}, fmt.Errorf("-candidate: %s", unprefixed(err))
 	}

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -25,7 +24,7 @@ type LimitBytes struct {
 // exactLogs are the strategies whose memory grows with the limit; the
 // report measures them at memoryLimits.
 var (
-	exactLogs    = []ratelimit.Algorithm{"compact_log", "sliding_log"}
+	exactLogs    = []strategy.Algorithm{"compact_log", "sliding_log"}
 	memoryLimits = []int64{100, 1000, 10000}
 )
 
@@ -59,7 +58,7 @@ func runMemoryAtLimits(ctx context.Context, o Options, b *backend, r *Report) {
 	}
 }
 
-func memoryAtLimit(ctx context.Context, o Options, b *backend, a ratelimit.Algorithm, limit int64) (LimitBytes, error) {
+func memoryAtLimit(ctx context.Context, o Options, b *backend, a strategy.Algorithm, limit int64) (LimitBytes, error) {
 	clock := &simClock{}
 	clock.set(probeEpoch)
 	st, err := targets.NewStrategy(a, b.work, strategy.Limit{Limit: limit, Window: o.Limit.Window}, "", clock, 0)

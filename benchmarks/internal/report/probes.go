@@ -12,7 +12,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/benchmarks/internal/targets"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -299,14 +298,14 @@ func runLocal(o Options, r *Report) {
 			continue
 		}
 		fmt.Fprintf(o.Progress, "\rlocal twin %-40s", row.Name)
-		l, err := measureLocal(ratelimit.Algorithm(row.Name), o.Limit, o.LocalDuration)
+		l, err := measureLocal(strategy.Algorithm(row.Name), o.Limit, o.LocalDuration)
 		if err == nil {
 			row.Local = l
 		}
 	}
 }
 
-func measureLocal(a ratelimit.Algorithm, lim strategy.Limit, dur time.Duration) (*Local, error) {
+func measureLocal(a strategy.Algorithm, lim strategy.Limit, dur time.Duration) (*Local, error) {
 	ctx := context.Background()
 	const subject = "user:42"
 	// Allowed path: the clock steps 1% less than Window/Limit per decision,

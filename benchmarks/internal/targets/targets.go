@@ -1,6 +1,6 @@
 // Package targets names everything the benchmarks and the report measure
 // side by side: the trivial EVALSHA floor, this module's strategies (one per
-// ratelimit.Algorithms(), so new ones appear without a change here, plus the
+// strategy.Algorithms(), so new ones appear without a change here, plus the
 // strategy packages the facade does not offer yet) and the peer libraries,
 // each behind one Decider interface.
 package targets
@@ -20,9 +20,12 @@ import (
 	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/fixedwindow"
 	"github.com/ratekit/ratelimit/gcra"
 	"github.com/ratekit/ratelimit/sharded"
+	"github.com/ratekit/ratelimit/slidingcounter"
+	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
 )
@@ -85,12 +88,12 @@ type Target struct {
 	New       func(Env) (Decider, error)
 }
 
-// All returns the floor, then ours in ratelimit.Algorithms() order, then
+// All returns the floor, then ours in strategy.Algorithms() order, then
 // one algorithm through the facade (fixed_window when registered), then the
 // peers when peers is true.
 func All(peers bool) []Target {
 	ts := append([]Target{FloorTarget()}, OursTargets()...)
-	algs := ratelimit.Algorithms()
+	algs := strategy.Algorithms()
 	fa := algs[0]
 	if slices.Contains(algs, "fixed_window") {
 		fa = "fixed_window"
@@ -121,7 +124,7 @@ func FloorTarget() Target {
 // BatchedTargets returns the floor, ours and the facade's algorithm fa
 // again, each sent through Env.Batch (a batch.Client over Env.RDB): named
 // "<name> batched", measured in the same interleaved slices as the rest.
-func BatchedTargets(fa ratelimit.Algorithm) []Target {
+func BatchedTargets(fa strategy.Algorithm) []Target {
 	ts := []Target{via("batched", "batch.New(rdb)", func(e Env) redis.Scripter { return e.Batch }, FloorTarget())}
 	for _, t := range OursTargets() {
 		ts = append(ts, via("batched", "batch.New(rdb)", func(e Env) redis.Scripter { return e.Batch }, t))
@@ -185,48 +188,44 @@ func (d facadeDecider) Decide(ctx context.Context, subject string) (bool, error)
 }
 
 // Config returns the facade Config of algorithm a.
-func Config(a ratelimit.Algorithm, lim strategy.Limit, prefix string) ratelimit.Config {
+func Config(a strategy.Algorithm, lim strategy.Limit, prefix string) ratelimit.Config {
 	return ratelimit.Config{Algorithm: a, Limit: lim.Limit, Window: lim.Window, Burst: lim.Burst, Prefix: prefix}
 }
 
-// builder builds a strategy from its package, for strategies whose package
-// exists but that the facade does not (yet) offer.
+// builder builds a strategy from its package.
 type builder struct {
 	newRedis func(redis.Scripter, strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
 	newLocal func(strategy.Limit, ...strategy.Option) (strategy.Strategy, error)
 }
 
-// packages are the strategy-level constructors, by the facade's name of
-// their algorithm. A name the facade offers is built through the facade.
-var packages = map[ratelimit.Algorithm]builder{
-	"fixed_window": {
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return fixedwindow.New(r, l, o...)
+// pair adapts an algorithm package's two constructors.
+func pair[R, L strategy.Strategy](
+	r func(redis.Scripter, strategy.Limit, ...strategy.Option) (R, error),
+	l func(strategy.Limit, ...strategy.Option) (L, error)) builder {
+	return builder{
+		newRedis: func(rdb redis.Scripter, lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
+			return r(rdb, lim, o...)
 		},
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return fixedwindow.NewLocal(l, o...)
-		},
-	},
-	"gcra": {
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return gcra.New(r, l, o...)
-		},
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return gcra.NewLocal(l, o...) },
-	},
-	"token_bucket": {
-		func(r redis.Scripter, l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return tokenbucket.New(r, l, o...)
-		},
-		func(l strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) {
-			return tokenbucket.NewLocal(l, o...)
-		},
-	},
+		newLocal: func(lim strategy.Limit, o ...strategy.Option) (strategy.Strategy, error) { return l(lim, o...) },
+	}
 }
 
-// Names returns our strategies: ratelimit.Algorithms() and the strategy
+// packages are the strategy-level constructors, by the facade's name of
+// their algorithm: the strategies are measured called directly, as the
+// facade calls them.
+var packages = map[strategy.Algorithm]builder{
+	strategy.SlidingLog:     pair(slidinglog.New, slidinglog.NewLocal),
+	strategy.CompactLog:     pair(compactlog.New, compactlog.NewLocal),
+	strategy.FixedWindow:    pair(fixedwindow.New, fixedwindow.NewLocal),
+	strategy.TokenBucket:    pair(tokenbucket.New, tokenbucket.NewLocal),
+	strategy.SlidingCounter: pair(slidingcounter.New, slidingcounter.NewLocal),
+	strategy.GCRA:           pair(gcra.New, gcra.NewLocal),
+}
+
+// Names returns our strategies: strategy.Algorithms() and the strategy
 // packages the facade does not offer yet, sorted.
-func Names() []ratelimit.Algorithm {
-	names := ratelimit.Algorithms()
+func Names() []strategy.Algorithm {
+	names := strategy.Algorithms()
 	for a := range packages {
 		if !slices.Contains(names, a) {
 			names = append(names, a)
@@ -236,7 +235,7 @@ func Names() []ratelimit.Algorithm {
 	return names
 }
 
-func inFacade(a ratelimit.Algorithm) bool { return slices.Contains(ratelimit.Algorithms(), a) }
+func inFacade(a strategy.Algorithm) bool { return slices.Contains(strategy.Algorithms(), a) }
 
 func strategyOptions(prefix string, clock strategy.Clock) []strategy.Option {
 	o := []strategy.Option{strategy.WithClock(clock)}
@@ -246,19 +245,9 @@ func strategyOptions(prefix string, clock strategy.Clock) []strategy.Option {
 	return o
 }
 
-// NewStrategy builds our strategy a on rdb, spread over shards keys when
-// shards > 1: through the facade when it offers a (the strategy it builds,
-// called directly), from a's package otherwise.
-func NewStrategy(a ratelimit.Algorithm, rdb redis.Scripter, lim strategy.Limit, prefix string, clock strategy.Clock, shards int) (strategy.Strategy, error) {
-	if inFacade(a) {
-		cfg := Config(a, lim, prefix)
-		cfg.Shards = shards
-		l, err := ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
-		if err != nil {
-			return nil, err
-		}
-		return l.Strategy(), nil
-	}
+// NewStrategy builds our strategy a on rdb from a's package, spread over
+// shards keys when shards > 1, as the facade builds it for a Config.
+func NewStrategy(a strategy.Algorithm, rdb redis.Scripter, lim strategy.Limit, prefix string, clock strategy.Clock, shards int) (strategy.Strategy, error) {
 	b, ok := packages[a]
 	if !ok {
 		return nil, fmt.Errorf("targets: unknown strategy %q", a)
@@ -271,16 +260,7 @@ func NewStrategy(a ratelimit.Algorithm, rdb redis.Scripter, lim strategy.Limit, 
 }
 
 // NewLocalStrategy is NewStrategy for the in-process twin.
-func NewLocalStrategy(a ratelimit.Algorithm, lim strategy.Limit, clock strategy.Clock, shards int) (strategy.Strategy, error) {
-	if inFacade(a) {
-		cfg := Config(a, lim, "")
-		cfg.Shards = shards
-		l, err := ratelimit.NewLocal(cfg, ratelimit.WithClock(clock))
-		if err != nil {
-			return nil, err
-		}
-		return l.Strategy(), nil
-	}
+func NewLocalStrategy(a strategy.Algorithm, lim strategy.Limit, clock strategy.Clock, shards int) (strategy.Strategy, error) {
 	b, ok := packages[a]
 	if !ok {
 		return nil, fmt.Errorf("targets: unknown strategy %q", a)
@@ -318,7 +298,7 @@ func OursTargets() []Target {
 // FacadeTarget is algorithm a through the facade's Limiter.Allow with its
 // default failure handling (per-call timeout, breaker, fail open): the
 // facade's cost on top of the strategy's. It reads as "facade <a>".
-func FacadeTarget(a ratelimit.Algorithm) Target {
+func FacadeTarget(a strategy.Algorithm) Target {
 	return Target{Name: "facade " + string(a), Kind: Facade, Algorithm: string(a),
 		Note: "ratelimit.New(...).Allow with the default failure policy, timeout and breaker",
 		New: func(e Env) (Decider, error) {
@@ -332,7 +312,7 @@ func FacadeTarget(a ratelimit.Algorithm) Target {
 
 // Local returns the in-process twin of our strategy a, called directly, as
 // a Decider.
-func Local(a ratelimit.Algorithm, lim strategy.Limit, clock strategy.Clock) (Decider, error) {
+func Local(a strategy.Algorithm, lim strategy.Limit, clock strategy.Clock) (Decider, error) {
 	st, err := NewLocalStrategy(a, lim, clock, 0)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package ratelimit_test
+package breaker_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -24,7 +25,7 @@ func (o *lastCause) Observe(_ context.Context, d ratelimit.Decision) { o.err = d
 // the limiters read one clock, so FailClosed's RetryAfter counts down the
 // cool-down as the clock is stepped, and the first decision after it
 // probes Redis and closes the breaker.
-func ExampleNewBreaker() {
+func ExampleNew() {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		panic(err)
@@ -37,14 +38,14 @@ func ExampleNewBreaker() {
 	clock := strategy.ClockFunc(func() time.Time { return time.Unix(0, clockNs.Load()).UTC() })
 	step := func(d time.Duration) { clockNs.Add(int64(d)) }
 
-	breaker, err := ratelimit.NewBreaker(2, time.Minute, ratelimit.WithBreakerClock(clock))
+	b, err := breaker.New(2, time.Minute, breaker.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
 	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute, Timeout: 10 * time.Second}
 	cfg.OnFailure = ratelimit.FailClosed
 	obs := &lastCause{}
-	opts := []ratelimit.Option{ratelimit.WithClock(clock), ratelimit.WithBreaker(breaker), ratelimit.WithObserver(obs)}
+	opts := []ratelimit.Option{ratelimit.WithClock(clock), ratelimit.WithBreaker(b), ratelimit.WithObserver(obs)}
 	login, _ := ratelimit.New(rdb, cfg, opts...)
 	cfg.OnFailure = ratelimit.FailOpen
 	search, _ := ratelimit.New(rdb, cfg, opts...)
@@ -53,7 +54,7 @@ func ExampleNewBreaker() {
 	decide := func(name string, l *ratelimit.Limiter) {
 		r, _ := l.Allow(ctx, "user:42")
 		fmt.Printf("%-6s allowed=%-5v degraded=%-5v retry=%-5v breaker %-9v cause: %v\n",
-			name, r.Allowed, r.Degraded, r.RetryAfter, breaker.State(), obs.err)
+			name, r.Allowed, r.Degraded, r.RetryAfter, b.State(), obs.err)
 	}
 	decide("login", login)
 	mr.SetError("LOADING Redis is loading the dataset in memory") // Redis cannot serve
@@ -65,7 +66,7 @@ func ExampleNewBreaker() {
 	step(45 * time.Second)
 	decide("login", login) // FailClosed: Redis is tried again in 15s
 	step(15 * time.Second)
-	fmt.Println("breaker", breaker.State())
+	fmt.Println("breaker", b.State())
 	decide("login", login) // the probe: Redis answers, the breaker closes
 	// Output:
 	// login  allowed=true  degraded=false retry=0s    breaker closed    cause: <nil>
