@@ -14,7 +14,7 @@ import (
 
 // withTiers builds l's tier Limiters (Config.Tiers), once, and sets l's
 // shadow mode. Each tier's limit is checked by the strategy's own rules
-// (strategy.LimitValidator) when it has them, and by its FailLocal twin's,
+// (strategy.LimitOverrider) when it has them, and by its FailLocal twin's,
 // so that a limit the algorithm refuses fails here, naming the tier, and
 // never at a call.
 func (l *Limiter) withTiers() (*Limiter, error) {
@@ -81,13 +81,13 @@ func (l *Limiter) checkTier(name string, lim, local strategy.Limit) error {
 		if err := lim.Validate(); err != nil {
 			return "", err
 		}
-		if v, ok := l.st.(strategy.LimitValidator); ok {
+		if v, ok := l.st.(strategy.LimitOverrider); ok {
 			if err := v.ValidateLimit(lim); err != nil {
 				return "", err
 			}
 		}
 		if l.fail != nil && l.fail.local != nil {
-			if v, ok := l.fail.local.(strategy.LimitValidator); ok {
+			if v, ok := l.fail.local.(strategy.LimitOverrider); ok {
 				if err := v.ValidateLimit(local); err != nil {
 					return " (FailLocal's twin, with LocalShare)", err
 				}

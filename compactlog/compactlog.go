@@ -24,7 +24,7 @@ const MaxLimit = 10000
 const rangesAbove = 1024
 
 // Limiter is the compact exact sliding log on Redis; it implements
-// strategy.Strategy, LimitOverrider, Refunder and LimitValidator (see
+// strategy.Strategy, LimitOverrider and Refunder (see
 // "Refunds" and "Per-subject limits" in the package doc). It is safe for
 // concurrent use.
 type Limiter struct {

@@ -389,8 +389,8 @@ func (l *Limiter) PeekWith(ctx context.Context, key string, lim strategy.Limit) 
 }
 
 // ValidateLimit returns the error AllowNWith would return for lim, or nil
-// (see strategy.LimitValidator): the enforced strategy's verdict when it
-// implements strategy.LimitValidator, and errNoOverride when it cannot
+// (see strategy.LimitOverrider): the enforced strategy's verdict when it
+// implements strategy.LimitOverrider, and errNoOverride when it cannot
 // decide under another limit at all. A candidate that decides under lim
 // too (it implements strategy.LimitOverrider and has lim's Window) must
 // accept it as well, or each of its comparisons under lim would be a
@@ -399,13 +399,10 @@ func (l *Limiter) ValidateLimit(lim strategy.Limit) error {
 	if _, ok := l.enforced.(strategy.LimitOverrider); !ok {
 		return errNoOverride
 	}
-	if v, ok := l.enforced.(strategy.LimitValidator); ok {
-		if err := v.ValidateLimit(lim); err != nil {
-			return err
-		}
+	if err := l.enforced.(strategy.LimitOverrider).ValidateLimit(lim); err != nil {
+		return err
 	}
-	_, overrides := l.candidate.(strategy.LimitOverrider)
-	if v, ok := l.candidate.(strategy.LimitValidator); ok && overrides && l.candidate.Limit().Window == lim.Window {
+	if v, ok := l.candidate.(strategy.LimitOverrider); ok && l.candidate.Limit().Window == lim.Window {
 		if err := v.ValidateLimit(lim); err != nil {
 			if fe := (*fielderr.Error)(nil); errors.As(err, &fe) { // keep the field at fault
 				return fielderr.New(fe.Sentinel, fe.Scope, fe.Field, func(name func(string) string) string {
@@ -418,7 +415,7 @@ func (l *Limiter) ValidateLimit(lim strategy.Limit) error {
 	return nil
 }
 
-var _ strategy.LimitValidator = (*Limiter)(nil)
+var _ strategy.LimitOverrider = (*Limiter)(nil)
 
 var errNoOverride = fmt.Errorf("%w: compare: the enforced strategy cannot decide under another limit (it does not implement strategy.LimitOverrider)", strategy.ErrInvalidOption)
 

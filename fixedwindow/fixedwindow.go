@@ -17,7 +17,7 @@ var scriptSrc string
 var refundSrc string
 
 // Limiter is the fixed window on Redis; it implements strategy.Strategy,
-// LimitOverrider, Refunder and LimitValidator. It is safe for concurrent
+// LimitOverrider and Refunder. It is safe for concurrent
 // use.
 type Limiter struct{ engine.Redis[params, counter] }
 

@@ -37,7 +37,7 @@ func tail(own *exact.Params) []any {
 }
 
 // Limiter is GCRA on Redis; it implements strategy.Strategy,
-// LimitOverrider, Refunder and LimitValidator. It is safe for concurrent
+// LimitOverrider and Refunder. It is safe for concurrent
 // use.
 type Limiter struct {
 	engine.Redis[exact.Params, tat]

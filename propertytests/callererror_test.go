@@ -14,13 +14,16 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// overrider is a strategy that decides under per-call limits but cannot
-// check them ahead (it hides strategy.LimitValidator), as one of another
-// module may: the facade then meets a refused limit at each call.
+// overrider is a strategy that decides under per-call limits but whose
+// check ahead accepts every limit, as one of another module may: the
+// facade then meets a refused limit at each call.
 type overrider struct {
 	strategy.Strategy
 	strategy.LimitOverrider
 }
+
+// ValidateLimit accepts every limit: the calls refuse it.
+func (overrider) ValidateLimit(strategy.Limit) error { return nil }
 
 // callerErrorProp: an invalid-argument error is the caller's. A facade
 // Limiter over subject s (each host's strategy behind ratelimit.Wrap, with
@@ -53,7 +56,7 @@ func callerErrorProp(_ *testing.T, s subject, b backend, mk envBuilder, _ *stats
 			if !ok {
 				return fmt.Sprintf("%T does not implement strategy.LimitOverrider", host)
 			}
-			if v, ok := host.(strategy.LimitValidator); !ok || v.ValidateLimit(refused) == nil {
+			if v, ok := host.(strategy.LimitOverrider); !ok || v.ValidateLimit(refused) == nil {
 				return fmt.Sprintf("%T accepts %+v; the property needs a limit it refuses", host, refused)
 			}
 			l, err := ratelimit.Wrap(overrider{host, ov}, ratelimit.Config{OnFailure: ratelimit.FailOpen,

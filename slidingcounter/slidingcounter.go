@@ -18,7 +18,7 @@ import (
 const MaxProduct = 1 << 52
 
 // Limiter is the sliding window counter on Redis; it implements
-// strategy.Strategy, LimitOverrider, Refunder and LimitValidator (see
+// strategy.Strategy, LimitOverrider and Refunder (see
 // "Refunds" and "Per-subject limits" in the package doc). It is safe for
 // concurrent use.
 type Limiter struct{ engine.Redis[params, counts] }

@@ -20,7 +20,7 @@ var scriptSrc string
 var refundSrc string
 
 // Limiter is the exact sliding log on Redis; it implements
-// strategy.Strategy, LimitOverrider, Refunder and LimitValidator. The
+// strategy.Strategy, LimitOverrider and Refunder. The
 // script's work does not grow with a request's cost (see the package doc).
 // A refund gives back the newest units still in the window: the newest
 // entries whole, then part of the entry where it stops, so RetryAfter

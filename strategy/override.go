@@ -48,6 +48,16 @@ type LimitOverrider interface {
 	AllowNWith(ctx context.Context, key string, n int64, lim Limit) (Result, error)
 	// PeekWith is Peek deciding with lim instead of the strategy's Limit.
 	PeekWith(ctx context.Context, key string, lim Limit) (Result, error)
+	// ValidateLimit returns the error AllowNWith and PeekWith would
+	// return for lim (wrapping ErrInvalidLimit and naming the field), or
+	// nil, without making a call: the algorithm's own bounds besides
+	// ValidateOverride's (compactlog's MaxLimit, the token bucket's and
+	// GCRA's exact arithmetic, the sliding counter's MaxProduct). It
+	// touches no state and allocates nothing when lim is valid. A caller
+	// that knows its per-call limits in advance (the facade's tiers)
+	// checks them once, at construction, so that a limit the algorithm
+	// refuses never reaches a call.
+	ValidateLimit(lim Limit) error
 }
 
 // ValidateOverride reports whether lim can replace base, the limit a
@@ -61,19 +71,4 @@ func ValidateOverride(base, lim Limit) error {
 		})
 	}
 	return lim.Validate()
-}
-
-// LimitValidator is implemented by strategies that can tell whether they
-// can decide a call under lim (LimitOverrider) without making one:
-// ValidateLimit returns the error AllowNWith and PeekWith would return for
-// lim (wrapping ErrInvalidLimit and naming the field), or nil. It applies
-// the algorithm's own bounds besides ValidateOverride's (compactlog's
-// MaxLimit, the token bucket's and GCRA's exact arithmetic, the sliding
-// counter's MaxProduct), touches no state and allocates nothing when lim is
-// valid. The algorithms of this module implement it, on Redis and as local
-// twins, and so does compare. A caller that knows its per-call limits in
-// advance (the facade's tiers) checks them once, at construction, so that a
-// limit the algorithm refuses never reaches a call.
-type LimitValidator interface {
-	ValidateLimit(lim Limit) error
 }

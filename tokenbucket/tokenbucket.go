@@ -11,8 +11,8 @@ import (
 )
 
 // Limiter keeps each subject's bucket in Redis and decides with one
-// script call. It implements strategy.Strategy, LimitOverrider, Refunder
-// and LimitValidator, and is safe for concurrent use.
+// script call. It implements strategy.Strategy, LimitOverrider and Refunder,
+// and is safe for concurrent use.
 type Limiter struct {
 	engine.Redis[exact.Params, bucket]
 }

@@ -81,9 +81,9 @@ func Overrides[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLo
 			t.Run("validate", func(t *testing.T) {
 				// ValidateLimit says ahead what AllowNWith would say
 				o, st, _ := build(t)
-				v, ok := st.(strategy.LimitValidator)
+				v, ok := st.(strategy.LimitOverrider)
 				if !ok {
-					t.Fatalf("%T does not implement strategy.LimitValidator", st)
+					t.Fatalf("%T does not implement strategy.LimitOverrider", st)
 				}
 				for _, lim := range []strategy.Limit{free, pro, strategy.PerSecond(5), {Limit: -1, Window: time.Minute},
 					{Limit: 5, Window: time.Minute, Burst: -1}, {Limit: 5}, {Limit: strategy.MaxUnits, Window: time.Minute}} {

@@ -99,7 +99,7 @@ func (l *Local[P, S]) RefundN(ctx context.Context, key string, n int64) (strateg
 }
 
 // ValidateLimit returns the error AllowNWith would return for lim, or nil
-// (see strategy.LimitValidator).
+// (see strategy.LimitOverrider).
 func (l *Local[P, S]) ValidateLimit(lim strategy.Limit) error {
 	_, err := l.params(lim, true)
 	return err

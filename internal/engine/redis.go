@@ -118,7 +118,7 @@ func (r *Redis[P, S]) RefundN(ctx context.Context, key string, n int64) (strateg
 }
 
 // ValidateLimit returns the error AllowNWith would return for lim, or nil
-// (see strategy.LimitValidator).
+// (see strategy.LimitOverrider).
 func (r *Redis[P, S]) ValidateLimit(lim strategy.Limit) error {
 	_, err := r.params(lim, true)
 	return err
