@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
@@ -95,6 +96,26 @@ func BenchmarkDecision(b *testing.B) {
 		b.Run("strategy alone", func(b *testing.B) {
 			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
 				return ratelimit.StrategyOf(l).AllowN(ctx, key, 1)
+			}, false)
+		})
+		// the same production path through a batch.Client
+		bc, err := batch.New(cte)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { bc.Close() })
+		lb, err := ratelimit.New(bc, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("batched limiter, ContextTimeoutEnabled, cancelable ctx", func(b *testing.B) {
+			runDecisions(b, func(_ context.Context, key string) (ratelimit.Result, error) {
+				return lb.Allow(cancelable, key)
+			}, false)
+		})
+		b.Run("batched strategy alone, ContextTimeoutEnabled", func(b *testing.B) {
+			runDecisions(b, func(ctx context.Context, key string) (ratelimit.Result, error) {
+				return ratelimit.StrategyOf(lb).AllowN(ctx, key, 1)
 			}, false)
 		})
 	})
