@@ -41,7 +41,7 @@ var (
 	//go:embed refund.lua
 	refundSrc string
 	// the sliding log's refund, the rules', then the decision as a peek
-	script, refundScript = engine.Script(scriptSrc), engine.Script(unitlog.RefundLua, refundSrc, scriptSrc)
+	script, refundScript = engine.Script(unitlog.KthLua, scriptSrc), engine.Script(unitlog.KthLua, unitlog.RefundLua, refundSrc, scriptSrc)
 )
 
 // Limiter enforces every rule on each subject at once, in one script call on

@@ -19,7 +19,6 @@
 local n = tonumber(ARGV[1])
 local now = now_ms(ARGV[2])
 local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
-local M = 2199023255552 -- 2^41 > MaxUnits >= limit >= the units in a log
 
 -- leaves returns the score of the entry of sliding log r holding the k-th
 -- oldest live unit: the first entry after the base whose member is k or
@@ -28,22 +27,7 @@ local function leaves(r, k)
   if not r.brank then
     r.brank = redis.call('ZCOUNT', r.key, '-inf', r.floor) - 1
   end
-  local lo = r.brank + 1
-  local e = redis.call('ZRANGE', r.key, lo, lo, 'WITHSCORES')
-  if (e[1] - r.base) % M < k then
-    -- invariant: the entry at hi holds it, and e is the entry at hi
-    local hi = redis.call('ZCARD', r.key) - 1
-    lo, e = lo + 1, r.top
-    while lo < hi do
-      local mid = (lo + hi - (lo + hi) % 2) / 2
-      local x = redis.call('ZRANGE', r.key, mid, mid, 'WITHSCORES')
-      if (x[1] - r.base) % M >= k then
-        hi, e = mid, x
-      else
-        lo = mid + 1
-      end
-    end
-  end
+  local _, e = kth(r.key, r.brank, r.base, r.top, k)
   return e[2] + 0
 end
 

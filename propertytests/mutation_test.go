@@ -147,7 +147,7 @@ local k = count + want - limit`,
 	},
 	{
 		name: "sliding log: RetryAfter waits for the k-th entry, not the k-th unit",
-		file: "slidinglog/slidinglog.lua",
+		file: "internal/unitlog/kth.lua",
 		edits: []edit{
 			{old: `if (e[1] - base) % M < k then`, new: `if 1 < k then`},
 			{old: `if (x[1] - base) % M >= k then`, new: `if mid - brank >= k then`},

@@ -54,9 +54,9 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 
 var spec = engine.Spec[params, unitlog.Log]{
 	Name: "slidinglog", Tag: Tag,
-	Script: engine.Script(scriptSrc),
+	Script: engine.Script(unitlog.KthLua, scriptSrc),
 	// the log's refund, then the decision script as a peek: one atomic call
-	Refund: engine.Script(unitlog.RefundLua, refundSrc, scriptSrc),
+	Refund: engine.Script(unitlog.KthLua, unitlog.RefundLua, refundSrc, scriptSrc),
 	Params: func(lim strategy.Limit, _ *params) (params, error) {
 		p := params{limit: lim.Limit, window: lim.Window.Milliseconds()}
 		p.args = [2]any{p.limit, p.window}

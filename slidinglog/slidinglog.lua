@@ -21,7 +21,6 @@ local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
 local now = now_ms(ARGV[4])
-local M = 2199023255552 -- 2^41 > MaxUnits >= limit >= the units in the log
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
 local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
@@ -97,20 +96,5 @@ local k = count + want - limit
 if not brank then
   brank = redis.call('ZCOUNT', key, '-inf', floor) - 1
 end
-local lo = brank + 1
-local e = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-if (e[1] - base) % M < k then
-  -- invariant: the entry at hi holds it, and e is the entry at hi
-  local hi = redis.call('ZCARD', key) - 1
-  lo, e = lo + 1, top
-  while lo < hi do
-    local mid = (lo + hi - (lo + hi) % 2) / 2
-    local x = redis.call('ZRANGE', key, mid, mid, 'WITHSCORES')
-    if (x[1] - base) % M >= k then
-      hi, e = mid, x
-    else
-      lo = mid + 1
-    end
-  end
-end
+local _, e = kth(key, brank, base, top, k)
 return {0, math.max(limit - count, 0), e[2] + window - now, reset}

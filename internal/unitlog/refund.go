@@ -9,6 +9,13 @@ import _ "embed"
 //go:embed refund.lua
 var RefundLua string
 
+// KthLua defines M and the Lua function kth(key, brank, base, top, k): the
+// rank and entry of a sorted-set log holding its k-th oldest live unit.
+// Every script on such a log starts with it (see kth.lua).
+//
+//go:embed kth.lua
+var KthLua string
+
 // Refund takes back up to r of the units recorded after floor, newest
 // first: whole entries are dropped from the newest end and the entry where
 // the refund stops keeps its older units. It returns the units taken back,

@@ -1,7 +1,7 @@
 -- The sliding log's refund on its sorted set (laid out as in
 -- slidinglog.lua), the head of slidinglog's and multilimit's refund
 -- scripts: refundlog(key, window, now, r) gives back up to r of the units
--- that still count at now, newest first: the newest entries whole
+-- that still count at now, newest first (after kth.lua): the newest entries whole
 -- (ZREMRANGEBYRANK), then the entry where the refund stops keeps its older
 -- units (its member drops to base + the units kept). So the layout stays
 -- valid (the base entry, strictly increasing scores, running-count
@@ -11,7 +11,6 @@
 -- newest entry. Work: a binary search of O(log N) rank lookups, and the
 -- removal of the entries given back.
 local function refundlog(key, window, now, r)
-  local M = 2199023255552 -- 2^41, as in slidinglog.lua
   local floor = now - window
   local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if not top[1] then
@@ -41,21 +40,7 @@ local function refundlog(key, window, now, r)
   end
   -- e: the entry holding the k-th live unit, the first after the base
   -- whose member is k or more past the base's; lo its rank
-  local lo = brank + 1
-  local e = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-  if (e[1] - base) % M < k then
-    local hi = redis.call('ZCARD', key) - 1
-    lo, e = lo + 1, top
-    while lo < hi do
-      local mid = (lo + hi - (lo + hi) % 2) / 2
-      local x = redis.call('ZRANGE', key, mid, mid, 'WITHSCORES')
-      if (x[1] - base) % M >= k then
-        hi, e = mid, x
-      else
-        lo = mid + 1
-      end
-    end
-  end
+  local lo, e = kth(key, brank, base, top, k)
   redis.call('ZREMRANGEBYRANK', key, lo + 1, -1)
   if (e[1] - base) % M > k then
     redis.call('ZREM', key, e[1])
