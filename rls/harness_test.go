@@ -123,3 +123,12 @@ const (
 	ok   = rlsv3.RateLimitResponse_OK
 	over = rlsv3.RateLimitResponse_OVER_LIMIT
 )
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
