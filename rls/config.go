@@ -69,6 +69,7 @@ type Builder func(cfg ratelimit.Config) (*ratelimit.Limiter, error)
 type Config struct {
 	domains map[string]*level
 	files   []string
+	print   string // the files' fingerprint, taken before they were read
 }
 
 // Domains returns the domains of c, sorted.
@@ -117,11 +118,12 @@ type rule struct {
 // with build. Any error, a *ConfigError naming file, line and field, fails
 // the whole load.
 func Load(path string, build Builder) (*Config, error) {
+	print := fingerprint(path) // before reading: a change while reading is seen by the next poll
 	files, err := configFiles(path)
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{domains: map[string]*level{}, files: files}
+	c := &Config{domains: map[string]*level{}, files: files, print: print}
 	domainFile := map[string]string{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

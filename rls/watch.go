@@ -44,13 +44,17 @@ func fingerprint(path string) string {
 }
 
 // Watch polls path's files every interval (names, sizes and modification
-// times) and, when they change, reloads s from them with build; a refused
+// times) and, when they differ from those of the Config in use (or of the
+// last refused one), reloads s from them with build; a refused
 // configuration keeps the previous one (see Reload). It returns when ctx
 // ends. Polling needs no inotify, follows the symlink swaps of Kubernetes
 // ConfigMaps and works on network filesystems; one stat per file a
 // second costs nothing.
 func (s *Server) Watch(ctx context.Context, path string, interval time.Duration, build Builder) {
-	last := fingerprint(path)
+	last := ""
+	if c := s.Config(); c != nil {
+		last = c.print
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
