@@ -80,12 +80,14 @@ func main() {
 	grace := fs.Duration("shutdown-grace", envDuration("RLS_SHUTDOWN_GRACE", 10*time.Second), "longest wait for requests in flight at shutdown (RLS_SHUTDOWN_GRACE)")
 	fs.Parse(os.Args[1:])
 
-	if err := run(runConfig{
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, runConfig{
 		addr: *addr, redisAddr: *redisAddr, redisPass: *redisPass, config: *config, metrics: *metrics,
 		prefix: *prefix, batch: *useBatch, headers: *headers,
 		headerNames: rls.Headers{Limit: *hLimit, Remaining: *hRemaining, Reset: *hReset},
 		poll:        *poll, grace: *grace,
-	}); err != nil {
+	}, nil); err != nil {
 		log.Fatalf("ratelimit-rls: %v", err)
 	}
 }
@@ -97,9 +99,10 @@ type runConfig struct {
 	poll, grace                                         time.Duration
 }
 
-func run(c runConfig) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+// run serves until ctx ends (SIGTERM or SIGINT in main), then stops
+// gracefully: health NOT_SERVING, requests in flight finished (for at most
+// c.grace). ready, if not nil, is called with the listening address.
+func run(ctx context.Context, c runConfig, ready func(net.Addr)) error {
 
 	rdb := redis.NewClient(&redis.Options{
 		Addr:                  c.redisAddr,
@@ -153,6 +156,9 @@ func run(c runConfig) error {
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	log.Printf("ratelimit-rls: serving on %s (Redis %s, config %s)", lis.Addr(), c.redisAddr, c.config)
+	if ready != nil {
+		ready(lis.Addr())
+	}
 	select {
 	case err := <-served:
 		return err
