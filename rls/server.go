@@ -15,6 +15,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratekit/ratelimit"
@@ -89,6 +90,8 @@ type Server struct {
 	headers *Headers
 	logf    func(string, ...any)
 	c       counters
+	mp      metric.MeterProvider
+	in      *instruments
 	mu      sync.Mutex // serialises Reload
 }
 
@@ -103,6 +106,7 @@ func NewServer(cfg *Config, opts ...Option) *Server {
 			o(s)
 		}
 	}
+	s.in = newInstruments(s.mp)
 	if cfg != nil {
 		s.cfg.Store(cfg)
 	}
@@ -126,10 +130,12 @@ func (s *Server) Reload(path string, build Builder) error {
 	cfg, err := Load(path, build)
 	if err != nil {
 		s.c.reloadErrs.Add(1)
+		s.in.reloads.Add(context.Background(), 1, metric.WithAttributes(AttrOutcome.String("refused")))
 		s.logf("rls: configuration refused, keeping the previous one: %v", err)
 		return err
 	}
 	s.SetConfig(cfg)
+	s.in.reloads.Add(context.Background(), 1, metric.WithAttributes(AttrOutcome.String("loaded")))
 	s.logf("rls: configuration loaded: %d domains from %d files", len(cfg.domains), len(cfg.files))
 	return nil
 }
@@ -233,6 +239,11 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
 	}
 	descs := req.GetDescriptors()
+	domain := req.GetDomain()
+	if cfg.domains[domain] == nil {
+		domain = "_unknown"
+	}
+	count := func(outcome string) { s.in.descriptors.Add(ctx, 1, s.in.attrsOf(domain, outcome)) }
 	matches := make([]match, len(descs))
 	var replaced map[string]bool
 	for i, d := range descs {
@@ -254,10 +265,12 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		switch {
 		case m.unlimited:
 			s.c.unlimited.Add(1)
+			count(OutcomeUnlimited)
 			statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
 			return
 		case m.rule == nil || (m.rule.limitName != "" && replaced[m.rule.limitName]):
 			s.c.noMatch.Add(1)
+			count(OutcomeNoMatch)
 			statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 			return
 		}
@@ -273,7 +286,7 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			errs[i] = err
 			return
 		}
-		statuses[i] = s.status(m.rule, res)
+		statuses[i] = s.status(m.rule, res, count)
 	}
 	if len(descs) == 1 {
 		decide(0)
@@ -323,10 +336,8 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 }
 
 // status is the descriptor status of one decision.
-func (s *Server) status(r *rule, res ratelimit.Result) *rlsv3.RateLimitResponse_DescriptorStatus {
-	if res.Degraded {
-		s.c.degraded.Add(1)
-	}
+func (s *Server) status(r *rule, res ratelimit.Result, count func(outcome string)) *rlsv3.RateLimitResponse_DescriptorStatus {
+	outcome := OutcomeOK
 	st := &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:               rlsv3.RateLimitResponse_OK,
 		CurrentLimit:       &rlsv3.RateLimitResponse_RateLimit{Name: r.limitName, RequestsPerUnit: r.rpu, Unit: r.unit},
@@ -336,11 +347,18 @@ func (s *Server) status(r *rule, res ratelimit.Result) *rlsv3.RateLimitResponse_
 	if !res.Allowed {
 		if r.shadow {
 			s.c.shadow.Add(1)
+			outcome = OutcomeShadow
 		} else {
 			s.c.overLimit.Add(1)
+			outcome = OutcomeOverLimit
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
 	}
+	if res.Degraded {
+		s.c.degraded.Add(1)
+		outcome = OutcomeDegraded
+	}
+	count(outcome)
 	return st
 }
 

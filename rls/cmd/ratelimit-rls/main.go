@@ -122,14 +122,14 @@ func run(ctx context.Context, c runConfig, ready func(net.Addr)) error {
 		defer b.Close()
 		scripter = b
 	}
-	obs, shutdownMetrics, err := setupMetrics(c.metrics)
+	obs, srvOpts, shutdownMetrics, err := setupMetrics(c.metrics)
 	if err != nil {
 		return err
 	}
 	defer shutdownMetrics()
 	build := rls.NewBuilder(scripter, c.prefix, obs...)
 
-	var opts []rls.Option
+	opts := srvOpts
 	if c.headers {
 		opts = append(opts, rls.WithHeaders(c.headerNames))
 	}

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,6 +38,11 @@ func TestRun(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			port, err := testredis.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			addrs := make(chan net.Addr, 1)
@@ -41,7 +50,7 @@ func TestRun(t *testing.T) {
 			go func() {
 				done <- run(ctx, runConfig{
 					addr: "127.0.0.1:0", redisAddr: redisSrv.Addr, config: dir, prefix: testredis.Prefix(t),
-					batch: batched, headers: true, poll: 10 * time.Millisecond, grace: 5 * time.Second,
+					batch: batched, headers: true, metrics: metricsAddr, poll: 10 * time.Millisecond, grace: 5 * time.Second,
 				}, func(a net.Addr) { addrs <- a })
 			}()
 			var addr net.Addr
@@ -68,6 +77,17 @@ func TestRun(t *testing.T) {
 				}
 				if len(resp.ResponseHeadersToAdd) != 3 {
 					t.Fatalf("request %d: headers %v, want 3", i+1, resp.ResponseHeadersToAdd)
+				}
+			}
+			mr, err := http.Get("http://" + metricsAddr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(mr.Body)
+			mr.Body.Close()
+			for _, m := range []string{`rls_descriptors_total{otel_scope_name="github.com/ratekit/ratelimit/rls"`, "ratelimit_decisions_total{", `rls_outcome="over_limit"`} {
+				if !strings.Contains(string(body), m) {
+					t.Errorf("/metrics has no %s:\n%s", m, body)
 				}
 			}
 			cancel()
