@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
