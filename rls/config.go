@@ -70,6 +70,8 @@ type Config struct {
 	domains map[string]*level
 	files   []string
 	print   string // the files' fingerprint, taken before they were read
+	build   Builder
+	over    overrides
 }
 
 // Domains returns the domains of c, sorted.
@@ -110,6 +112,7 @@ type rule struct {
 	rpu       uint32
 	unit      rlsv3.RateLimitResponse_RateLimit_Unit
 	shadow    bool
+	tag       string // a limit override's: its limit, in its subjects
 }
 
 // Load reads path, a YAML file or a directory of them (*.yaml and *.yml,
@@ -123,7 +126,7 @@ func Load(path string, build Builder) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{domains: map[string]*level{}, files: files, print: print}
+	c := &Config{domains: map[string]*level{}, files: files, print: print, build: build}
 	domainFile := map[string]string{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

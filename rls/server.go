@@ -247,7 +247,16 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	matches := make([]match, len(descs))
 	var replaced map[string]bool
 	for i, d := range descs {
-		m := cfg.lookup(req.GetDomain(), d.GetEntries())
+		var m match
+		if o := d.GetLimit(); o != nil && cfg.domains[req.GetDomain()] != nil {
+			r, err := cfg.override(o)
+			if err != nil {
+				return nil, status.Error(codes.InvalidArgument, "rls: "+err.Error())
+			}
+			m = match{rule: r, subject: overrideSubject(req.GetDomain(), d.GetEntries(), r)}
+		} else {
+			m = cfg.lookup(req.GetDomain(), d.GetEntries())
+		}
 		matches[i] = m
 		if m.rule != nil {
 			for _, r := range m.rule.replaces {

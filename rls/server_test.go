@@ -11,6 +11,7 @@ import (
 
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratekit/ratelimit/batch"
@@ -314,5 +315,32 @@ func TestBadRequest(t *testing.T) {
 		if _, err := e.client.ShouldRateLimit(context.Background(), req); err == nil {
 			t.Errorf("ShouldRateLimit(%v): got no error", req)
 		}
+	}
+}
+
+// TestLimitOverride checks a request descriptor's own limit (Envoy's
+// descriptor limit override): enforced as a fixed window, its own subject
+// per limit, and only for a configured domain.
+func TestLimitOverride(t *testing.T) {
+	e := start(t, shared(t), map[string]string{"o.yaml": "domain: ov\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 100}\n"})
+	withLimit := func(rpu uint32) *commonv3.RateLimitDescriptor {
+		d := desc("k", "v")
+		d.Limit = &commonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: typev3.RateLimitUnit_MINUTE}
+		return d
+	}
+	for i, want := range []rlsv3.RateLimitResponse_Code{ok, ok, over} {
+		st := e.ask(t, "ov", 0, withLimit(2)).Statuses[0]
+		if st.Code != want || st.CurrentLimit.GetRequestsPerUnit() != 2 || st.CurrentLimit.GetUnit() != rlsv3.RateLimitResponse_RateLimit_MINUTE {
+			t.Fatalf("request %d with limit 2/min: got %v, want %v", i+1, st, want)
+		}
+	}
+	if st := e.ask(t, "ov", 0, withLimit(3)).Statuses[0]; st.Code != ok || st.LimitRemaining != 2 {
+		t.Fatalf("another limit: got %v, want OK, remaining 2 (its own count)", st)
+	}
+	if st := e.ask(t, "ov", 0, desc("k", "v")).Statuses[0]; st.CurrentLimit.GetRequestsPerUnit() != 100 || st.LimitRemaining != 99 {
+		t.Fatalf("without override: got %v, want the configured 100/h untouched", st)
+	}
+	if st := e.ask(t, "unknown", 0, withLimit(2)).Statuses[0]; st.CurrentLimit != nil {
+		t.Fatalf("unknown domain: got %v, want no limit", st)
 	}
 }
