@@ -30,6 +30,7 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
+	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/rls"
 )
@@ -48,6 +49,17 @@ func envBool(name string, def bool) bool {
 			log.Fatalf("ratelimit-rls: %s: want true or false, got %q", name, v)
 		}
 		return b
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			log.Fatalf("ratelimit-rls: %s: want an integer, got %q", name, v)
+		}
+		return n
 	}
 	return def
 }
@@ -71,6 +83,7 @@ func main() {
 	config := fs.String("config", env("RLS_CONFIG", "config"), "configuration: a YAML file or a directory of them (RLS_CONFIG)")
 	metrics := fs.String("metrics-addr", env("RLS_METRICS_ADDR", ""), "HTTP address of the Prometheus /metrics endpoint; empty: none (RLS_METRICS_ADDR)")
 	prefix := fs.String("prefix", env("RLS_PREFIX", "rls:"), "Redis key prefix (RLS_PREFIX)")
+	denyCache := fs.Int("deny-cache", envInt("RLS_DENY_CACHE", 0), "answer repeats of a denial in process until its RetryAfter, for at most this many subjects per descriptor; 0: off (RLS_DENY_CACHE)")
 	useBatch := fs.Bool("batch", envBool("RLS_BATCH", false), "share Redis pipelines between concurrent decisions (RLS_BATCH)")
 	headers := fs.Bool("headers", envBool("RLS_HEADERS", false), "add RateLimit-Limit, -Remaining and -Reset response headers (RLS_HEADERS)")
 	hLimit := fs.String("header-limit", env("RLS_HEADER_LIMIT", rls.DefaultHeaders.Limit), "name of the limit header (RLS_HEADER_LIMIT)")
@@ -84,7 +97,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, runConfig{
 		addr: *addr, redisAddr: *redisAddr, redisPass: *redisPass, config: *config, metrics: *metrics,
-		prefix: *prefix, batch: *useBatch, headers: *headers,
+		prefix: *prefix, batch: *useBatch, headers: *headers, denyCache: *denyCache,
 		headerNames: rls.Headers{Limit: *hLimit, Remaining: *hRemaining, Reset: *hReset},
 		poll:        *poll, grace: *grace,
 	}, nil); err != nil {
@@ -95,6 +108,7 @@ func main() {
 type runConfig struct {
 	addr, redisAddr, redisPass, config, metrics, prefix string
 	batch, headers                                      bool
+	denyCache                                           int
 	headerNames                                         rls.Headers
 	poll, grace                                         time.Duration
 }
@@ -127,6 +141,9 @@ func run(ctx context.Context, c runConfig, ready func(net.Addr)) error {
 		return err
 	}
 	defer shutdownMetrics()
+	if c.denyCache > 0 {
+		obs = append(obs, ratelimit.WithDenyCache(c.denyCache))
+	}
 	build := rls.NewBuilder(scripter, c.prefix, obs...)
 
 	opts := srvOpts

@@ -50,7 +50,7 @@ func TestRun(t *testing.T) {
 			go func() {
 				done <- run(ctx, runConfig{
 					addr: "127.0.0.1:0", redisAddr: redisSrv.Addr, config: dir, prefix: testredis.Prefix(t),
-					batch: batched, headers: true, metrics: metricsAddr, poll: 10 * time.Millisecond, grace: 5 * time.Second,
+					batch: batched, headers: true, metrics: metricsAddr, denyCache: 1000, poll: 10 * time.Millisecond, grace: 5 * time.Second,
 				}, func(a net.Addr) { addrs <- a })
 			}()
 			var addr net.Addr
