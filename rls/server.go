@@ -149,6 +149,9 @@ func (s *Server) Stats() Stats {
 	}
 }
 
+// maxSubject is the longest subject the library accepts (its MaxKeyLen).
+const maxSubject = 4096
+
 // match is what one request descriptor matched.
 type match struct {
 	rule      *rule
@@ -256,6 +259,9 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			m = match{rule: r, subject: overrideSubject(req.GetDomain(), d.GetEntries(), r)}
 		} else {
 			m = cfg.lookup(req.GetDomain(), d.GetEntries())
+		}
+		if len(m.subject) > maxSubject {
+			return nil, status.Errorf(codes.InvalidArgument, "rls: descriptor %d: its entries make a subject of %d bytes, more than %d", i, len(m.subject), maxSubject)
 		}
 		matches[i] = m
 		if m.rule != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratekit/ratelimit/batch"
@@ -342,5 +345,16 @@ func TestLimitOverride(t *testing.T) {
 	}
 	if st := e.ask(t, "unknown", 0, withLimit(2)).Statuses[0]; st.CurrentLimit != nil {
 		t.Fatalf("unknown domain: got %v, want no limit", st)
+	}
+}
+
+// TestLongSubject checks that a descriptor too long for a subject is the
+// client's error, not Redis's.
+func TestLongSubject(t *testing.T) {
+	e := start(t, shared(t), map[string]string{"m.yaml": matchingConfig})
+	_, err := e.client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "match",
+		Descriptors: []*commonv3.RateLimitDescriptor{desc("remote_address", strings.Repeat("x", 5000))}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("got %v, want InvalidArgument", err)
 	}
 }
