@@ -14,6 +14,7 @@ import (
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -92,6 +93,8 @@ type Server struct {
 	c       counters
 	mp      metric.MeterProvider
 	in      *instruments
+	tp      trace.TracerProvider
+	tracer  trace.Tracer
 	mu      sync.Mutex // serialises Reload
 }
 
@@ -107,6 +110,7 @@ func NewServer(cfg *Config, opts ...Option) *Server {
 		}
 	}
 	s.in = newInstruments(s.mp)
+	s.tracer = tracerOf(s.tp)
 	if cfg != nil {
 		s.cfg.Store(cfg)
 	}
@@ -221,7 +225,13 @@ func (c *Config) lookup(domain string, entries []*commonv3.RateLimitDescriptor_E
 // applied. The overall code is OVER_LIMIT when any descriptor is, except
 // those in shadow_mode, which are decided and recorded but answered OK.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	ctx, span := s.startSpan(ctx)
 	resp, err := s.shouldRateLimit(ctx, req)
+	domain := "_unknown"
+	if cfg := s.cfg.Load(); cfg != nil && cfg.domains[req.GetDomain()] != nil {
+		domain = req.GetDomain()
+	}
+	endSpan(span, domain, req, resp, err)
 	if err != nil {
 		s.c.errors.Add(1)
 		return nil, err

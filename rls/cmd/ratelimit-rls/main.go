@@ -136,7 +136,7 @@ func run(ctx context.Context, c runConfig, ready func(net.Addr)) error {
 		defer b.Close()
 		scripter = b
 	}
-	obs, srvOpts, shutdownMetrics, err := setupMetrics(c.metrics)
+	obs, srvOpts, shutdownMetrics, err := setupTelemetry(c.metrics)
 	if err != nil {
 		return err
 	}

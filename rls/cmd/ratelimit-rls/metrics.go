@@ -18,27 +18,59 @@ import (
 	"github.com/ratekit/ratelimit/rls"
 )
 
-// setupMetrics serves the Prometheus endpoint /metrics on addr (none when
-// addr is empty): the Server's rls.* metrics and every descriptor's
-// ratelimit.* metrics (ratelimitotel), through OpenTelemetry's Prometheus
-// exporter. It returns the limiters' options, the Server's, and a stop.
-func setupMetrics(addr string) ([]ratelimit.Option, []rls.Option, func(), error) {
-	if addr == "" {
-		return nil, nil, func() {}, nil
+// setupTelemetry sets up what the flags and the environment ask for, and
+// returns the limiters' options, the Server's, and a stop:
+//
+// metricsAddr not empty: the Prometheus endpoint /metrics there, with the
+// Server's rls.* metrics and every descriptor's ratelimit.* metrics
+// (ratelimitotel), through OpenTelemetry's Prometheus exporter. The
+// command exports no traces: an OTLP exporter's dependencies would raise
+// otelgrpc past what envoyproxy/ratelimit (rls/bench) builds with; a
+// program of its own passes rls.WithTracerProvider and
+// ratelimitotel.WithTracerProvider.
+func setupTelemetry(metricsAddr string) ([]ratelimit.Option, []rls.Option, func(), error) {
+	var lopts []ratelimitotel.Option
+	var sopts []rls.Option
+	var stops []func(context.Context)
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		for _, s := range stops {
+			s(ctx)
+		}
 	}
+	if metricsAddr != "" {
+		mp, err := serveMetrics(metricsAddr, &stops)
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		lopts = append(lopts, ratelimitotel.WithMeterProvider(mp))
+		sopts = append(sopts, rls.WithMeterProvider(mp))
+	}
+	if len(lopts) == 0 {
+		return nil, nil, stop, nil
+	}
+	obs, err := ratelimitotel.New(lopts...)
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return []ratelimit.Option{ratelimit.WithObserver(obs)}, sopts, stop, nil
+}
+
+// serveMetrics serves /metrics on addr and returns the MeterProvider
+// whose metrics it shows.
+func serveMetrics(addr string, stops *[]func(context.Context)) (*sdkmetric.MeterProvider, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	obs, err := ratelimitotel.New(ratelimitotel.WithMeterProvider(mp))
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -49,11 +81,6 @@ func setupMetrics(addr string) ([]ratelimit.Option, []rls.Option, func(), error)
 		}
 	}()
 	log.Printf("ratelimit-rls: metrics on http://%s/metrics", lis.Addr())
-	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		hs.Shutdown(ctx)
-		mp.Shutdown(ctx)
-	}
-	return []ratelimit.Option{ratelimit.WithObserver(obs)}, []rls.Option{rls.WithMeterProvider(mp)}, stop, nil
+	*stops = append(*stops, func(ctx context.Context) { hs.Shutdown(ctx); mp.Shutdown(ctx) })
+	return mp, nil
 }
