@@ -72,6 +72,13 @@ func WithHeaders(h Headers) Option {
 	}
 }
 
+// WithShadowMode puts every descriptor in shadow mode, as
+// envoyproxy/ratelimit's SHADOW_MODE does: decided and recorded as usual,
+// counted as shadow when over its limit, but answered OK.
+func WithShadowMode() Option {
+	return func(s *Server) { s.shadow = true }
+}
+
 // WithLogf sets where the Server logs reloads and refused configurations
 // (default: nowhere).
 func WithLogf(logf func(format string, args ...any)) Option {
@@ -89,6 +96,7 @@ type Server struct {
 	rlsv3.UnimplementedRateLimitServiceServer
 	cfg     atomic.Pointer[Config]
 	headers *Headers
+	shadow  bool // every descriptor in shadow mode
 	logf    func(string, ...any)
 	c       counters
 	mp      metric.MeterProvider
@@ -370,7 +378,7 @@ func (s *Server) status(r *rule, res ratelimit.Result, count func(outcome string
 		DurationUntilReset: durationpb.New(max(0, res.ResetAfter)),
 	}
 	if !res.Allowed {
-		if r.shadow {
+		if r.shadow || s.shadow {
 			s.c.shadow.Add(1)
 			outcome = OutcomeShadow
 		} else {

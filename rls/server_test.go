@@ -358,3 +358,17 @@ func TestLongSubject(t *testing.T) {
 		t.Fatalf("got %v, want InvalidArgument", err)
 	}
 }
+
+// TestGlobalShadowMode checks WithShadowMode: every descriptor decided and
+// counted, none answered OVER_LIMIT.
+func TestGlobalShadowMode(t *testing.T) {
+	e := start(t, shared(t), map[string]string{"g.yaml": "domain: g\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"}, rls.WithShadowMode())
+	for i := 0; i < 3; i++ {
+		if r := e.ask(t, "g", 0, desc("k", "v")); r.OverallCode != ok || r.Statuses[0].Code != ok {
+			t.Fatalf("request %d: got %v, want OK", i+1, r)
+		}
+	}
+	if got := e.srv.Stats().Shadow; got != 2 {
+		t.Fatalf("Stats().Shadow: got %d, want 2", got)
+	}
+}

@@ -85,6 +85,7 @@ func main() {
 	prefix := fs.String("prefix", env("RLS_PREFIX", "rls:"), "Redis key prefix (RLS_PREFIX)")
 	denyCache := fs.Int("deny-cache", envInt("RLS_DENY_CACHE", 0), "answer repeats of a denial in process until its RetryAfter, for at most this many subjects per descriptor; 0: off (RLS_DENY_CACHE)")
 	useBatch := fs.Bool("batch", envBool("RLS_BATCH", false), "share Redis pipelines between concurrent decisions (RLS_BATCH)")
+	shadow := fs.Bool("shadow-mode", envBool("RLS_SHADOW_MODE", false), "every descriptor in shadow mode: decided, recorded and counted, never OVER_LIMIT (RLS_SHADOW_MODE)")
 	headers := fs.Bool("headers", envBool("RLS_HEADERS", false), "add RateLimit-Limit, -Remaining and -Reset response headers (RLS_HEADERS)")
 	hLimit := fs.String("header-limit", env("RLS_HEADER_LIMIT", rls.DefaultHeaders.Limit), "name of the limit header (RLS_HEADER_LIMIT)")
 	hRemaining := fs.String("header-remaining", env("RLS_HEADER_REMAINING", rls.DefaultHeaders.Remaining), "name of the remaining header (RLS_HEADER_REMAINING)")
@@ -97,7 +98,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, runConfig{
 		addr: *addr, redisAddr: *redisAddr, redisPass: *redisPass, config: *config, metrics: *metrics,
-		prefix: *prefix, batch: *useBatch, headers: *headers, denyCache: *denyCache,
+		prefix: *prefix, batch: *useBatch, headers: *headers, denyCache: *denyCache, shadow: *shadow,
 		headerNames: rls.Headers{Limit: *hLimit, Remaining: *hRemaining, Reset: *hReset},
 		poll:        *poll, grace: *grace,
 	}, nil); err != nil {
@@ -107,7 +108,7 @@ func main() {
 
 type runConfig struct {
 	addr, redisAddr, redisPass, config, metrics, prefix string
-	batch, headers                                      bool
+	batch, headers, shadow                              bool
 	denyCache                                           int
 	headerNames                                         rls.Headers
 	poll, grace                                         time.Duration
@@ -147,6 +148,9 @@ func run(ctx context.Context, c runConfig, ready func(net.Addr)) error {
 	build := rls.NewBuilder(scripter, c.prefix, obs...)
 
 	opts := srvOpts
+	if c.shadow {
+		opts = append(opts, rls.WithShadowMode())
+	}
 	if c.headers {
 		opts = append(opts, rls.WithHeaders(c.headerNames))
 	}
