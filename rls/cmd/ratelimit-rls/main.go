@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,6 +80,7 @@ func main() {
 	fs := flag.NewFlagSet("ratelimit-rls", flag.ExitOnError)
 	addr := fs.String("addr", env("RLS_ADDR", ":8081"), "gRPC listen address (RLS_ADDR)")
 	redisAddr := fs.String("redis", env("RLS_REDIS_ADDR", "localhost:6379"), "Redis address (RLS_REDIS_ADDR)")
+	cluster := fs.Bool("redis-cluster", envBool("RLS_REDIS_CLUSTER", false), "Redis Cluster: -redis is a comma-separated list of seed nodes (RLS_REDIS_CLUSTER)")
 	redisPass := fs.String("redis-password", env("RLS_REDIS_PASSWORD", ""), "Redis password (RLS_REDIS_PASSWORD)")
 	config := fs.String("config", env("RLS_CONFIG", "config"), "configuration: a YAML file or a directory of them (RLS_CONFIG)")
 	metrics := fs.String("metrics-addr", env("RLS_METRICS_ADDR", ""), "HTTP address of the Prometheus /metrics endpoint; empty: none (RLS_METRICS_ADDR)")
@@ -97,7 +99,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, runConfig{
-		addr: *addr, redisAddr: *redisAddr, redisPass: *redisPass, config: *config, metrics: *metrics,
+		addr: *addr, redisAddr: *redisAddr, cluster: *cluster, redisPass: *redisPass, config: *config, metrics: *metrics,
 		prefix: *prefix, batch: *useBatch, headers: *headers, denyCache: *denyCache, shadow: *shadow,
 		headerNames: rls.Headers{Limit: *hLimit, Remaining: *hRemaining, Reset: *hReset},
 		poll:        *poll, grace: *grace,
@@ -108,7 +110,7 @@ func main() {
 
 type runConfig struct {
 	addr, redisAddr, redisPass, config, metrics, prefix string
-	batch, headers, shadow                              bool
+	batch, headers, shadow, cluster                     bool
 	denyCache                                           int
 	headerNames                                         rls.Headers
 	poll, grace                                         time.Duration
@@ -119,14 +121,24 @@ type runConfig struct {
 // c.grace). ready, if not nil, is called with the listening address.
 func run(ctx context.Context, c runConfig, ready func(net.Addr)) error {
 
-	rdb := redis.NewClient(&redis.Options{
-		Addr:                  c.redisAddr,
-		Password:              c.redisPass,
-		ContextTimeoutEnabled: true,        // a decision's timeout ends the call
-		ReadTimeout:           time.Second, // above every descriptor's timeout, so the deadline ends a call first
-		WriteTimeout:          time.Second,
-		MaxRetries:            -1, // never re-send a script that may have run
-	})
+	// A decision's timeout ends the call (ContextTimeoutEnabled); the
+	// socket timeouts are above every descriptor's, so the deadline ends a
+	// call first; a script that may have run is never re-sent.
+	var rdb interface {
+		redis.Scripter
+		Close() error
+	}
+	if c.cluster {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: strings.Split(c.redisAddr, ","), Password: c.redisPass,
+			ContextTimeoutEnabled: true, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+		})
+	} else {
+		rdb = redis.NewClient(&redis.Options{
+			Addr: c.redisAddr, Password: c.redisPass,
+			ContextTimeoutEnabled: true, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+		})
+	}
 	defer rdb.Close()
 	var scripter redis.Scripter = rdb
 	if c.batch {

@@ -23,17 +23,21 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
-// TestRun starts the command's server as main does, with and without
-// batching, asks it through a real RLS v3 client and the health service,
+// TestRun starts the command's server as main does, direct, batched and
+// on a Redis Cluster, asks it through a real RLS v3 client and the health service,
 // and stops it as SIGTERM does.
 func TestRun(t *testing.T) {
-	for _, batched := range []bool{false, true} {
-		name := "direct"
-		if batched {
-			name = "batched"
-		}
-		t.Run(name, func(t *testing.T) {
-			redisSrv := testredis.Shared(t)
+	for _, c := range []struct {
+		name             string
+		batched, cluster bool
+	}{{"direct", false, false}, {"batched", true, false}, {"cluster batched", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			redisAddr := ""
+			if c.cluster {
+				redisAddr = strings.Join(testredis.StartCluster(t).Addrs(), ",")
+			} else {
+				redisAddr = testredis.Shared(t).Addr
+			}
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -49,8 +53,8 @@ func TestRun(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- run(ctx, runConfig{
-					addr: "127.0.0.1:0", redisAddr: redisSrv.Addr, config: dir, prefix: testredis.Prefix(t),
-					batch: batched, headers: true, metrics: metricsAddr, denyCache: 1000, poll: 10 * time.Millisecond, grace: 5 * time.Second,
+					addr: "127.0.0.1:0", redisAddr: redisAddr, cluster: c.cluster, config: dir, prefix: testredis.Prefix(t),
+					batch: c.batched, headers: true, metrics: metricsAddr, denyCache: 1000, poll: 10 * time.Millisecond, grace: 5 * time.Second,
 				}, func(a net.Addr) { addrs <- a })
 			}()
 			var addr net.Addr
