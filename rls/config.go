@@ -356,7 +356,7 @@ func (p *parser) descriptors(seq *yaml.Node, path, name string) (*level, error) 
 func (p *parser) descriptor(dn *yaml.Node, path, name string) (*node, error) {
 	n := &node{}
 	var rl, children *yaml.Node
-	var shadow, keySet bool
+	var shadow, quota, keySet bool
 	err := p.fields(dn, path, descriptorFields, func(k string, v *yaml.Node) error {
 		f := join(path, k)
 		switch k {
@@ -373,8 +373,12 @@ func (p *parser) descriptor(dn *yaml.Node, path, name string) (*node, error) {
 			return p.scalar(v, f, &shadow)
 		case "share_threshold":
 			return p.scalar(v, f, &n.share)
-		case "detailed_metric", "value_to_metric", "quota_mode":
-			var b bool // metrics naming (and envoy's quota mode): read, checked, not used
+		case "quota_mode":
+			// envoyproxy/ratelimit answers a quota-mode violation OK (with
+			// metadata we do not send): decided as shadow mode is
+			return p.scalar(v, f, &quota)
+		case "detailed_metric", "value_to_metric":
+			var b bool // metrics naming: read, checked, not used
 			return p.scalar(v, f, &b)
 		}
 		return nil
@@ -393,7 +397,7 @@ func (p *parser) descriptor(dn *yaml.Node, path, name string) (*node, error) {
 		name += "_" + n.value
 	}
 	if rl != nil {
-		if err := p.rateLimit(rl, join(path, "rate_limit"), name, shadow, n); err != nil {
+		if err := p.rateLimit(rl, join(path, "rate_limit"), name, shadow || quota, n); err != nil {
 			return nil, err
 		}
 	}

@@ -219,6 +219,11 @@ descriptors:
   - key: user
     value: user-b
     rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: user
+    value: user-q
+    quota_mode: true
+    shadow_mode: false
+    rate_limit: {unit: hour, requests_per_unit: 1}
 `})
 	for i := 0; i < 5; i++ {
 		st := e.ask(t, "shadow", 0, desc("user", "user-a")).Statuses[0]
@@ -231,6 +236,11 @@ descriptors:
 	}
 	if got := e.srv.Stats().Shadow; got != 3 {
 		t.Fatalf("Stats().Shadow: got %d, want 3", got)
+	}
+	for i := 0; i < 2; i++ { // quota_mode is answered as shadow mode
+		if st := e.ask(t, "shadow", 0, desc("user", "user-q")).Statuses[0]; st.Code != ok {
+			t.Fatalf("quota_mode request %d: got %v, want OK", i+1, st.Code)
+		}
 	}
 	for i := 0; i < 3; i++ {
 		st := e.ask(t, "shadow", 0, desc("user", "user-b")).Statuses[0]
