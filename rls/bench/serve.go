@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/envoyproxy/ratelimit/src/service_cmd/runner"
+	"github.com/envoyproxy/ratelimit/src/settings"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+
+	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/rls"
+)
+
+// serveEnvoy runs envoyproxy/ratelimit as its own command does, set up by
+// the environment (see its README), until SIGTERM.
+func serveEnvoy() {
+	r := runner.NewRunner(settings.NewSettings())
+	go func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+		<-ch
+		r.Stop()
+		os.Exit(0)
+	}()
+	r.Run()
+}
+
+// serveRLS runs our server as cmd/ratelimit-rls does (the same Redis
+// client settings), without metrics, until SIGTERM.
+func serveRLS(args []string) {
+	fs := flag.NewFlagSet("serve-rls", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:8081", "")
+	redisAddr := fs.String("redis", "127.0.0.1:6379", "")
+	config := fs.String("config", "", "")
+	useBatch := fs.Bool("batch", false, "")
+	fs.Parse(args)
+	rdb := redis.NewClient(&redis.Options{
+		Addr: *redisAddr, ContextTimeoutEnabled: true,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1,
+	})
+	var sc redis.Scripter = rdb
+	if *useBatch {
+		b, err := batch.New(rdb)
+		if err != nil {
+			log.Fatal(err)
+		}
+		sc = b
+	}
+	build := rls.NewBuilder(sc, "rls:")
+	srv := rls.NewServer(nil)
+	if err := srv.Reload(*config, build); err != nil {
+		log.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(gs, srv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() { <-ctx.Done(); gs.Stop() }()
+	gs.Serve(lis)
+}
