@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/strategy"
 )
 
 // ConfigError is a configuration problem at one place of one file.
@@ -420,7 +421,7 @@ var rateLimitFields = map[string]bool{
 var replaceFields = map[string]bool{"name": true}
 
 // Algorithms are the values of the algorithm field.
-var Algorithms = []ratelimit.Algorithm{
+var Algorithms = []strategy.Algorithm{
 	ratelimit.SlidingLog, ratelimit.CompactLog, ratelimit.FixedWindow,
 	ratelimit.TokenBucket, ratelimit.GCRA, ratelimit.SlidingCounter,
 }
@@ -502,7 +503,7 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		return p.errf(rpuNode, join(path, "requests_per_unit"), "must be at most %d, got %d", uint32(math.MaxUint32), rpu)
 	}
 	if alg != "" {
-		cfg.Algorithm = ratelimit.Algorithm(alg)
+		cfg.Algorithm = strategy.Algorithm(alg)
 		known := false
 		for _, a := range Algorithms {
 			known = known || a == cfg.Algorithm
