@@ -183,9 +183,7 @@ local reset = live > 0 and newest + window - now or 0 -- until the newest unit l
 
 -- Denied requests, Peek and n = 0 write nothing: only a recorded request
 -- forgets the units that left the window.
-if want > limit then
-  return {0, math.max(limit - live, 0), -1, reset}
-end
+if want > limit then return never(limit, live, reset) end
 
 if live + want <= limit then
   if n > 0 then

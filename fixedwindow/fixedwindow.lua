@@ -25,11 +25,7 @@ end
 
 local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 if want > limit then
-  local reset = 0
-  if count > 0 then
-    reset = left
-  end
-  return {0, math.max(limit - count, 0), -1, reset}
+  return never(limit, count, count > 0 and left or 0)
 end
 if count + want > limit then
   return {0, math.max(limit - count, 0), left, left}

@@ -60,9 +60,7 @@ elseif prev > 0 then
   reset = window - elapsed
 end
 local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
-if want > limit then
-  return {0, math.max(limit - used, 0), -1, reset}
-end
+if want > limit then return never(limit, used, reset) end
 if used + want <= limit then
   if n > 0 then
     reset = 2 * window - elapsed

@@ -51,9 +51,7 @@ end
 
 local reset = count > 0 and newest + window - now or 0 -- until the newest unit leaves
 
-if want > limit then
-  return {0, math.max(limit - count, 0), -1, reset}
-end
+if want > limit then return never(limit, count, reset) end
 
 if count + want <= limit then
   if n > 0 then

@@ -24,3 +24,10 @@ local function allowed(limit, remaining, reset)
   end
   return {1, remaining, 0, reset}
 end
+
+-- never returns the decision of a request larger than limit, which can
+-- never pass: denied, retry never (-1), with the remaining units of a
+-- subject that used used.
+local function never(limit, used, reset)
+  return {0, math.max(limit - used, 0), -1, reset}
+end
