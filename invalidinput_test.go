@@ -13,13 +13,16 @@ import (
 	"github.com/ratekit/ratelimit/strategy"
 )
 
-// overrideOnly hides a strategy's ValidateLimit, as a strategy of another
-// module that can decide under per-call limits but cannot check them ahead
-// would: its refusals then come at each call.
+// overrideOnly is a strategy whose check ahead accepts every per-call
+// limit, as one of another module may: its refusals then come at each
+// call.
 type overrideOnly struct {
 	strategy.Strategy
 	strategy.LimitOverrider
 }
+
+// ValidateLimit accepts every limit: the calls refuse it.
+func (overrideOnly) ValidateLimit(strategy.Limit) error { return nil }
 
 // failing returns err from every call for the key "bad", and decides the
 // other keys with st.

@@ -361,11 +361,6 @@ func init() {
 			edits:    []edit{{old: `	if !with {`, new: `	if true { // MUTANT`}},
 			subjects: "gcra", backends: "local",
 		},
-		mutant{
-			name:     "engine: every shard of a subject on one key",
-			file:     "internal/engine/redis.go",
-			edits:    []edit{{old: `return &Redis[P, S]{core: r.core, shard: i}`, new: `return &Redis[P, S]{core: r.core, shard: strategy.NoShard}`}},
-			subjects: "sharded-.*", backends: "redis",
-		},
+
 	)
 }
