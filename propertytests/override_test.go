@@ -361,6 +361,5 @@ func init() {
 			edits:    []edit{{old: `	if !with {`, new: `	if true { // MUTANT`}},
 			subjects: "gcra", backends: "local",
 		},
-
 	)
 }
