@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/exact"
 	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/internal/unitlog"
@@ -270,26 +271,24 @@ func (l *Local) Subjects() int { return l.e.Subjects() }
 // then, for n units, records them if every rule allows them, or reports
 // its own denial.
 func (l *Local) local(ctx context.Context, q engine.Req) (allowed bool, each []strategy.Result, err error) {
-	n, each := q.N, make([]strategy.Result, len(l.rules))
+	n, each, refund, back := q.N, make([]strategy.Result, len(l.rules)), q.Op == engine.OpRefund, int64(0)
+	if refund {
+		back = n
+	}
 	err = l.e.Update(ctx, q, func(s *[]ruleState, p *set, now int64) (expires int64) {
 		if *s == nil {
 			*s = make([]ruleState, len(p.rules))
 		}
 		allowed = true
 		for i := range p.rules {
-			st, r := &(*s)[i], &p.rules[i]
-			if q.Op == engine.OpRefund {
-				st.give(r, now, n)
-			}
-			each[i] = st.decide(r, now, 0)
-			allowed = allowed && each[i].Allowed && (q.Op == engine.OpRefund || each[i].Remaining >= n)
+			each[i] = (*s)[i].step(&p.rules[i], now, back, refund)
+			allowed = allowed && each[i].Allowed && (refund || each[i].Remaining >= n)
 		}
 		for i := range p.rules {
-			st, r := &(*s)[i], &p.rules[i]
 			if q.Op == engine.OpAllow && n > 0 && (allowed || !each[i].Allowed || each[i].Remaining < n) {
-				each[i] = st.decide(r, now, n) // records n when allowed; else the rule's own denial
+				each[i] = (*s)[i].step(&p.rules[i], now, n, false) // records n when allowed; else the rule's own denial
 			}
-			expires = max(expires, st.expires(r))
+			expires = max(expires, (*s)[i].expires(&p.rules[i]))
 		}
 		return expires
 	})
@@ -297,55 +296,33 @@ func (l *Local) local(ctx context.Context, q engine.Req) (allowed bool, each []s
 }
 
 // ruleState is a subject's state under one rule: a sliding log, or a fixed
-// window's start (ms) and the units counted in it.
+// window's count.
 type ruleState struct {
-	log          unitlog.Log
-	start, count int64
+	log unitlog.Log
+	win exact.Counter
 }
 
-// decide is r's own decision for n units at now, as multilimit.lua's: it
-// records them when r allows them and n > 0.
-func (st *ruleState) decide(r *rule, now, n int64) strategy.Result {
-	if r.log {
+// step is r's own decision for n units at now, as multilimit.lua's, which
+// records them when r allows them and n > 0; or, when give, its refund of
+// up to n units still in its window, then a peek.
+func (st *ruleState) step(r *rule, now, n int64, give bool) strategy.Result {
+	switch {
+	case r.log && give:
+		return st.log.Give(r.limit, r.window, now, n)
+	case r.log:
 		return st.log.Decide(r.limit, r.window, now, n)
+	case give:
+		return st.win.Give(r.limit, r.window, now, n)
 	}
-	start := now - now%r.window // windows aligned to multiples of window since the epoch
-	count, left, retry, reset := int64(0), start+r.window-now, int64(0), int64(0)
-	if st.start == start {
-		count = st.count
-	}
-	if count > 0 {
-		reset = left
-	}
-	switch want := max(n, 1); {
-	case want > r.limit:
-		retry = -1
-	case count+want > r.limit:
-		retry = left
-	case n > 0:
-		st.start, st.count = start, count+n
-		return engine.ResultOf(true, r.limit, r.limit-count-n, 0, left)
-	}
-	return engine.ResultOf(retry == 0, r.limit, max(r.limit-count, 0), retry, reset)
-}
-
-// give is r's refund of up to n units at now, of those still in its window.
-func (st *ruleState) give(r *rule, now, n int64) {
-	if r.log {
-		st.log.Refund(now-r.window, n)
-	} else if st.start == now-now%r.window {
-		st.count -= min(n, st.count)
-	}
+	return st.win.Decide(r.limit, r.window, now, n)
 }
 
 // expires is until when st matters under r (Unix ms; 0: it does not).
 func (st *ruleState) expires(r *rule) int64 {
 	if r.log {
 		return st.log.Expires(r.window)
-	} else if st.count > 0 {
-		return st.start + r.window
 	}
-	return 0
+	return st.win.Expires(r.window)
 }
 
 // combine returns the Result of a decision from each rule's (not empty), as
