@@ -336,12 +336,8 @@ func combine(allowed bool, each []strategy.Result) strategy.Result {
 			out.Limit, out.Remaining = r.Limit, r.Remaining
 		}
 		out.ResetAfter = max(out.ResetAfter, r.ResetAfter)
-		if !allowed && out.RetryAfter != strategy.Never {
-			if r.RetryAfter == strategy.Never {
-				out.RetryAfter = strategy.Never
-			} else {
-				out.RetryAfter = max(out.RetryAfter, r.RetryAfter)
-			}
+		if !allowed && out.RetryAfter != strategy.Never && (r.RetryAfter == strategy.Never || r.RetryAfter > out.RetryAfter) {
+			out.RetryAfter = r.RetryAfter
 		}
 	}
 	return out
