@@ -18,7 +18,7 @@ func LogOf(l *Local, key string, i int) (entries int) {
 			if j == i {
 				entries = (*s)[j].log.Len()
 			}
-			expires = max(expires, (*s)[j].expires(&p.rules[j]))
+			expires = max(expires, (*s)[j].of(p.rules[j].log).Expires(p.rules[j].window))
 		}
 		return expires
 	})

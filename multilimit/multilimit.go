@@ -271,24 +271,26 @@ func (l *Local) Subjects() int { return l.e.Subjects() }
 // then, for n units, records them if every rule allows them, or reports
 // its own denial.
 func (l *Local) local(ctx context.Context, q engine.Req) (allowed bool, each []strategy.Result, err error) {
-	n, each, refund, back := q.N, make([]strategy.Result, len(l.rules)), q.Op == engine.OpRefund, int64(0)
-	if refund {
-		back = n
-	}
+	n, each, refund := q.N, make([]strategy.Result, len(l.rules)), q.Op == engine.OpRefund
 	err = l.e.Update(ctx, q, func(s *[]ruleState, p *set, now int64) (expires int64) {
 		if *s == nil {
 			*s = make([]ruleState, len(p.rules))
 		}
 		allowed = true
-		for i := range p.rules {
-			each[i] = (*s)[i].step(&p.rules[i], now, back, refund)
+		for i, r := range p.rules {
+			if w := (*s)[i].of(r.log); refund {
+				each[i] = w.Give(r.limit, r.window, now, n)
+			} else {
+				each[i] = w.Decide(r.limit, r.window, now, 0)
+			}
 			allowed = allowed && each[i].Allowed && (refund || each[i].Remaining >= n)
 		}
-		for i := range p.rules {
-			if q.Op == engine.OpAllow && n > 0 && (allowed || !each[i].Allowed || each[i].Remaining < n) {
-				each[i] = (*s)[i].step(&p.rules[i], now, n, false) // records n when allowed; else the rule's own denial
+		for i, r := range p.rules {
+			w := (*s)[i].of(r.log)
+			if !refund && n > 0 && (allowed || !each[i].Allowed || each[i].Remaining < n) {
+				each[i] = w.Decide(r.limit, r.window, now, n) // records n when allowed; else the rule's own denial
 			}
-			expires = max(expires, (*s)[i].expires(&p.rules[i]))
+			expires = max(expires, w.Expires(r.window))
 		}
 		return expires
 	})
@@ -302,27 +304,17 @@ type ruleState struct {
 	win exact.Counter
 }
 
-// step is r's own decision for n units at now, as multilimit.lua's, which
-// records them when r allows them and n > 0; or, when give, its refund of
-// up to n units still in its window, then a peek.
-func (st *ruleState) step(r *rule, now, n int64, give bool) strategy.Result {
-	switch {
-	case r.log && give:
-		return st.log.Give(r.limit, r.window, now, n)
-	case r.log:
-		return st.log.Decide(r.limit, r.window, now, n)
-	case give:
-		return st.win.Give(r.limit, r.window, now, n)
+// of returns st's state of a sliding log (log) or a fixed window, whose
+// decision, refund and expiry are the rule's script's.
+func (st *ruleState) of(log bool) interface {
+	Decide(limit, window, now, n int64) strategy.Result
+	Give(limit, window, now, n int64) strategy.Result
+	Expires(window int64) int64
+} {
+	if log {
+		return &st.log
 	}
-	return st.win.Decide(r.limit, r.window, now, n)
-}
-
-// expires is until when st matters under r (Unix ms; 0: it does not).
-func (st *ruleState) expires(r *rule) int64 {
-	if r.log {
-		return st.log.Expires(r.window)
-	}
-	return st.win.Expires(r.window)
+	return &st.win
 }
 
 // combine returns the Result of a decision from each rule's (not empty), as
