@@ -87,7 +87,7 @@ func New(rdb redis.Scripter, rules []Rule, opts ...strategy.Option) (*Limiter, e
 	if rdb == nil { // reported first, by the engine
 		return nil, l.e.Init(&spec, nil, strategy.Limit{}, nil)
 	}
-	l.multi = multi{engine: &l.e, run: l.redis}
+	l.multi = multi{run: l.redis}
 	return build(l, &l.multi, rules, opts, func(s *engine.Spec[set, []ruleState], lim strategy.Limit) error { return l.e.Init(s, rdb, lim, opts) })
 }
 
@@ -95,7 +95,7 @@ func New(rdb redis.Scripter, rules []Rule, opts ...strategy.Option) (*Limiter, e
 // (default time.Now), WithMaxSubjects and WithOnEvict matter.
 func NewLocal(rules []Rule, opts ...strategy.Option) (*Local, error) {
 	l := new(Local)
-	l.multi = multi{engine: &l.e, run: l.local}
+	l.multi = multi{run: l.local}
 	return build(l, &l.multi, rules, opts, func(s *engine.Spec[set, []ruleState], lim strategy.Limit) error { return l.e.Init(s, lim, opts) })
 }
 
@@ -174,25 +174,16 @@ func setOf(rules []Rule, opts []strategy.Option) (set, error) {
 // Rules returns the rules enforced, in the order given to New.
 func (s *set) Rules() []Rule { return slices.Clone(s.given) }
 
-// multi is what a Limiter and its twin share: the rules, the engine's Limit
-// (the most restrictive rule's, Burst 0) and HonoursContext, and run, which
+// multi is what a Limiter and its twin share: the rules, and run, which
 // decides q under every rule.
 type multi struct {
 	*set
-	engine interface {
-		Limit() strategy.Limit
-		HonoursContext() bool
-	}
 	run func(ctx context.Context, q engine.Req) (allowed bool, each []strategy.Result, err error)
 }
 
 // Limit returns the Limit of the most restrictive rule: the smallest
 // Limit.Limit (on a tie, the longest Window), with Burst 0.
-func (m *multi) Limit() strategy.Limit { return m.engine.Limit() }
-
-// HonoursContext reports whether every call returns by its context's
-// deadline or cancellation: whether the Redis client does; the twin does.
-func (m *multi) HonoursContext() bool { return m.engine.HonoursContext() }
+func (m *multi) Limit() strategy.Limit { return m.lim }
 
 // AllowN records n units for key under every rule if every rule allows
 // them, and under none otherwise; n = 0 is Peek. The Result is the most
@@ -239,6 +230,10 @@ func (m *multi) do(ctx context.Context, q engine.Req) (strategy.Result, []strate
 	return combine(allowed, each), each, nil
 }
 
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the Redis client does.
+func (l *Limiter) HonoursContext() bool { return l.e.HonoursContext() }
+
 // Keys returns the Redis keys of subject's state, one per rule in rule
 // order, all in the subject's hash slot.
 func (l *Limiter) Keys(subject string) []string { return l.e.Keys(subject) }
@@ -263,6 +258,9 @@ func (l *Limiter) redis(ctx context.Context, q engine.Req) (bool, []strategy.Res
 	}
 	return v[0] == 1, each, nil
 }
+
+// HonoursContext returns true: the twin never waits on a network.
+func (*Local) HonoursContext() bool { return true }
 
 // Subjects returns how many subjects the twin holds state for.
 func (l *Local) Subjects() int { return l.e.Subjects() }
