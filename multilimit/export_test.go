@@ -1,8 +1,9 @@
 package multilimit
 
 import (
-	"github.com/ratekit/ratelimit/internal/localstore"
-	"github.com/ratekit/ratelimit/strategy"
+	"context"
+
+	"github.com/ratekit/ratelimit/internal/engine"
 )
 
 // Combine is combine, for the tests.
@@ -11,14 +12,13 @@ var Combine = combine
 // LogOf returns how many entries the twin holds for key under rule i (a
 // sliding log).
 func LogOf(l *Local, key string, i int) (entries int) {
-	now := l.clock.Now().UnixMilli()
-	l.store.Do(localstore.Key{Subject: key, Shard: strategy.NoShard}, now, func(s *[]ruleState) int64 {
+	l.e.Update(context.Background(), engine.Req{Op: engine.OpAllow, Key: key}, func(s *[]ruleState, p *set, _ int64) int64 {
 		var expires int64
 		for j := range *s {
 			if j == i {
 				entries = (*s)[j].log.Len()
 			}
-			expires = max(expires, (*s)[j].expires(&l.rules[j]))
+			expires = max(expires, (*s)[j].of(p.rules[j].log).Expires(p.rules[j].window))
 		}
 		return expires
 	})

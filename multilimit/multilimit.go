@@ -5,14 +5,15 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/exact"
 	"github.com/ratekit/ratelimit/internal/fielderr"
-	"github.com/ratekit/ratelimit/internal/localstore"
 	"github.com/ratekit/ratelimit/internal/settings"
 	"github.com/ratekit/ratelimit/internal/unitlog"
 	"github.com/ratekit/ratelimit/strategy"
@@ -40,23 +41,41 @@ var (
 	scriptSrc string
 	//go:embed refund.lua
 	refundSrc string
-	// the sliding log's refund, the rules', then the decision as a peek
-	script, refundScript = engine.Script(unitlog.KthLua, scriptSrc), engine.Script(unitlog.KthLua, unitlog.RefundLua, refundSrc, scriptSrc)
 )
+
+// spec runs the rules on the engine; a Limiter's copy has Params return its
+// rules.
+var spec = engine.Spec[set, []ruleState]{
+	Name:   "multilimit",
+	Script: engine.Script(unitlog.KthLua, scriptSrc),
+	// the sliding log's refund, the rules', then the decision as a peek
+	Refund:   engine.Script(unitlog.KthLua, unitlog.RefundLua, refundSrc, scriptSrc),
+	Capacity: func(s *set) int64 { return s.lim.Limit },
+	Sweep:    func(s *set) time.Duration { return s.longest }, // idle subjects go within about the longest window
+	Keys: func(s *set, prefix, subject string, shard int) []string {
+		keys := make([]string, len(s.rules))
+		for i, r := range s.rules {
+			keys[i] = strategy.KeyFor(prefix, r.tag, subject, shard)
+		}
+		return keys
+	},
+	// ARGV: n, now, then the rules'; a refund's, then the units to give back
+	Args:       func(s, _ *set, n int64, now any) []any { return append([]any{n, now}, s.args...) },
+	RefundArgs: func(s, _ *set, n int64, now any) []any { return append(append([]any{0, now}, s.args...), n) },
+}
 
 // Limiter enforces every rule on each subject at once, in one script call on
 // Redis. Limiter and Local are safe for concurrent use.
 type Limiter struct {
-	set
-	rdb redis.Scripter
+	multi
+	e engine.Redis[set, []ruleState]
 }
 
 // Local is the in-process twin of Limiter: the same decisions for the same
 // clock, kept in this process only (see the package doc).
 type Local struct {
-	set
-	clock strategy.Clock
-	store *localstore.Store[[]ruleState]
+	multi
+	e engine.Local[set, []ruleState]
 }
 
 // New returns a Limiter keeping its state in Redis through rdb (a
@@ -64,157 +83,147 @@ type Local struct {
 // rule and field, when an option or a rule is invalid, when rules is empty
 // or longer than MaxRules, or when two rules share algorithm and window.
 func New(rdb redis.Scripter, rules []Rule, opts ...strategy.Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: multilimit: redis client is nil", strategy.ErrInvalidOption)
+	l := new(Limiter)
+	if rdb == nil { // reported first, by the engine
+		return nil, l.e.Init(&spec, nil, strategy.Limit{}, nil)
 	}
-	l := &Limiter{rdb: rdb}
-	if err := l.setup(rules, opts, l.redis); err != nil {
-		return nil, err
-	}
-	return l, nil
+	l.multi = multi{run: l.redis}
+	return build(l, &l.multi, rules, opts, func(s *engine.Spec[set, []ruleState], lim strategy.Limit) error { return l.e.Init(s, rdb, lim, opts) })
 }
 
 // NewLocal returns the in-process twin of New. Of the options, WithClock
 // (default time.Now), WithMaxSubjects and WithOnEvict matter.
 func NewLocal(rules []Rule, opts ...strategy.Option) (*Local, error) {
-	l := &Local{clock: strategy.ClockFunc(time.Now)}
-	if err := l.setup(rules, opts, l.local); err != nil {
+	l := new(Local)
+	l.multi = multi{run: l.local}
+	return build(l, &l.multi, rules, opts, func(s *engine.Spec[set, []ruleState], lim strategy.Limit) error { return l.e.Init(s, lim, opts) })
+}
+
+// build checks opts, then rules, then has init set the engine up under a
+// copy of spec whose parameters are the rules, enforcing their Limit.
+func build[T any](t *T, m *multi, rules []Rule, opts []strategy.Option, init func(*engine.Spec[set, []ruleState], strategy.Limit) error) (*T, error) {
+	s, err := setOf(rules, opts)
+	if err != nil {
 		return nil, err
 	}
-	var w int64 // idle subjects are freed within about the longest window
-	for _, r := range l.rules {
-		w = max(w, r.window)
+	sp := spec
+	sp.Params = func(strategy.Limit, *set) (set, error) { return s, nil }
+	m.set = &s
+	if err := init(&sp, s.lim); err != nil {
+		return nil, err
 	}
-	if l.opts.Clock != nil {
-		l.clock = l.opts.Clock
-	}
-	now := func() int64 { return l.clock.Now().UnixMilli() }
-	l.store = localstore.NewStore[[]ruleState](localstore.Config{MaxSubjects: l.opts.MaxSubjects, OnEvict: l.opts.OnEvict,
-		Sweep: max(time.Duration(w)*time.Millisecond, localstore.MinSweep), Now: now})
-	return l, nil
+	return t, nil
 }
 
-// set is what a Limiter and its twin share: the rules, the options, and run,
-// the backend that decides q under every rule into each.
+// set is the rules validated: the engine's parameters. rule is one: a
+// sliding log (log) or a fixed window, its key tag, its units per window ms.
 type set struct {
-	rules []rule
-	args  []any // the script's ARGV per rule: kind, limit, window ms
-	opts  settings.Options
-	run   func(ctx context.Context, q engine.Req, each []strategy.Result) (allowed bool, err error)
+	given   []Rule
+	rules   []rule
+	args    []any          // the script's ARGV per rule: kind, limit, window ms
+	lim     strategy.Limit // the most restrictive rule's
+	longest time.Duration
 }
 
-// rule is a validated Rule: a sliding log (log) or a fixed window, its key
-// tag, and its units per window ms.
 type rule struct {
-	Rule
 	log           bool
 	tag           string
 	limit, window int64
 }
 
-// setup checks opts, then rules, and sets s up on run.
-func (s *set) setup(rules []Rule, opts []strategy.Option, run func(context.Context, engine.Req, []strategy.Result) (bool, error)) error {
-	s.opts, s.run = settings.Apply(opts), run
-	switch {
-	case s.opts.Err != nil:
-		return s.opts.Err
+// setOf checks opts, then rules, and returns the rules' set.
+func setOf(rules []Rule, opts []strategy.Option) (set, error) {
+	s := set{given: slices.Clone(rules)}
+	switch o := settings.Apply(opts); {
+	case o.Err != nil:
+		return s, o.Err
 	case len(rules) == 0:
-		return fmt.Errorf("%w: multilimit: rules must not be empty", strategy.ErrInvalidLimit)
+		return s, fmt.Errorf("%w: multilimit: rules must not be empty", strategy.ErrInvalidLimit)
 	case len(rules) > MaxRules:
-		return fmt.Errorf("%w: multilimit: at most %d rules, got %d", strategy.ErrInvalidLimit, MaxRules, len(rules))
+		return s, fmt.Errorf("%w: multilimit: at most %d rules, got %d", strategy.ErrInvalidLimit, MaxRules, len(rules))
 	}
 	seen := make(map[string]int, len(rules))
 	for i, r := range rules {
 		scope, fe := fmt.Sprintf("multilimit: rules[%d]: ", i), (*fielderr.Error)(nil)
 		if err := r.Limit.Validate(); errors.As(err, &fe) { // the rule named, the field kept
-			return fielderr.New(fe.Sentinel, scope+fe.Scope, fe.Field, fe.Text)
+			return s, fielderr.New(fe.Sentinel, scope+fe.Scope, fe.Field, fe.Text)
 		} else if err != nil {
-			return err
+			return s, err
 		}
-		x, kind := rule{Rule: r, log: r.Algorithm == strategy.SlidingLog, tag: "sl", limit: r.Limit.Limit, window: r.Limit.Window.Milliseconds()}, 1
+		x, kind := rule{log: r.Algorithm == strategy.SlidingLog, tag: "sl", limit: r.Limit.Limit, window: r.Limit.Window.Milliseconds()}, 1
 		if r.Algorithm == strategy.FixedWindow {
 			x.tag, kind = "fw", 2
 		} else if !x.log {
-			return fielderr.New(strategy.ErrInvalidOption, scope, "Algorithm", func(name func(string) string) string {
+			return s, fielderr.New(strategy.ErrInvalidOption, scope, "Algorithm", func(name func(string) string) string {
 				return fmt.Sprintf("%s must be %q or %q, got %q", name("Algorithm"), strategy.SlidingLog, strategy.FixedWindow, r.Algorithm)
 			})
 		}
 		x.tag = Tag + ":" + x.tag + ":" + strconv.FormatInt(x.window, 10)
 		if j, dup := seen[x.tag]; dup {
-			return fmt.Errorf("%w: multilimit: rules[%d] (%s) has the algorithm and window of rules[%d] (%s): keep the smaller limit only",
+			return s, fmt.Errorf("%w: multilimit: rules[%d] (%s) has the algorithm and window of rules[%d] (%s): keep the smaller limit only",
 				strategy.ErrInvalidLimit, i, r, j, rules[j])
 		}
-		seen[x.tag], s.rules, s.args = i, append(s.rules, x), append(s.args, kind, x.limit, x.window)
+		if i == 0 || x.limit < s.lim.Limit || x.limit == s.lim.Limit && r.Limit.Window > s.lim.Window {
+			s.lim = strategy.Limit{Limit: x.limit, Window: r.Limit.Window} // on a tie, the longest Window
+		}
+		seen[x.tag], s.rules, s.args, s.longest = i, append(s.rules, x), append(s.args, kind, x.limit, x.window), max(s.longest, r.Limit.Window)
 	}
-	return nil
+	return s, nil
 }
 
 // Rules returns the rules enforced, in the order given to New.
-func (s *set) Rules() []Rule {
-	out := make([]Rule, len(s.rules))
-	for i, r := range s.rules {
-		out[i] = r.Rule
-	}
-	return out
+func (s *set) Rules() []Rule { return slices.Clone(s.given) }
+
+// multi is what a Limiter and its twin share: the rules, and run, which
+// decides q under every rule.
+type multi struct {
+	*set
+	run func(ctx context.Context, q engine.Req) (allowed bool, each []strategy.Result, err error)
 }
 
 // Limit returns the Limit of the most restrictive rule: the smallest
 // Limit.Limit (on a tie, the longest Window), with Burst 0.
-func (s *set) Limit() strategy.Limit {
-	var out strategy.Limit
-	for i, r := range s.rules {
-		if i == 0 || r.limit < out.Limit || r.limit == out.Limit && r.Limit.Window > out.Window {
-			out = strategy.Limit{Limit: r.limit, Window: r.Limit.Window}
-		}
-	}
-	return out
-}
+func (m *multi) Limit() strategy.Limit { return m.lim }
 
 // AllowN records n units for key under every rule if every rule allows
 // them, and under none otherwise; n = 0 is Peek. The Result is the most
 // restrictive of the rules' (see the package doc).
-func (s *set) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	r, _, err := s.AllowNEach(ctx, key, n)
+func (m *multi) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	r, _, err := m.AllowNEach(ctx, key, n)
 	return r, err
 }
 
 // AllowNEach is AllowN that also returns each rule's Result, in rule order.
-func (s *set) AllowNEach(ctx context.Context, key string, n int64) (strategy.Result, []strategy.Result, error) {
-	return s.do(ctx, engine.Req{Op: engine.OpAllow, Key: key, N: n})
+func (m *multi) AllowNEach(ctx context.Context, key string, n int64) (strategy.Result, []strategy.Result, error) {
+	return m.do(ctx, engine.Req{Op: engine.OpAllow, Key: key, N: n})
 }
 
 // Peek reports key's state now under every rule, combined as by AllowN.
-func (s *set) Peek(ctx context.Context, key string) (strategy.Result, error) {
-	return s.AllowN(ctx, key, 0)
+func (m *multi) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return m.AllowN(ctx, key, 0)
 }
 
 // RefundN gives back up to n units under every rule, each by its own rule
 // (see the package doc), and returns key's state after, as Peek reports it.
-func (s *set) RefundN(ctx context.Context, key string, n int64) (strategy.Result, error) {
-	r, _, err := s.RefundNEach(ctx, key, n)
+func (m *multi) RefundN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	r, _, err := m.RefundNEach(ctx, key, n)
 	return r, err
 }
 
 // RefundNEach is RefundN that also returns each rule's Result, in rule order.
-func (s *set) RefundNEach(ctx context.Context, key string, n int64) (strategy.Result, []strategy.Result, error) {
-	return s.do(ctx, engine.Req{Op: engine.OpRefund, Key: key, N: n})
+func (m *multi) RefundNEach(ctx context.Context, key string, n int64) (strategy.Result, []strategy.Result, error) {
+	return m.do(ctx, engine.Req{Op: engine.OpRefund, Key: key, N: n})
 }
 
 // Reset forgets key under every rule.
-func (s *set) Reset(ctx context.Context, key string) error {
-	_, _, err := s.do(ctx, engine.Req{Op: engine.OpReset, Key: key})
+func (m *multi) Reset(ctx context.Context, key string) error {
+	_, _, err := m.do(ctx, engine.Req{Op: engine.OpReset, Key: key})
 	return err
 }
 
-// do checks q's key and cost, runs it, and combines the rules' Results.
-func (s *set) do(ctx context.Context, q engine.Req) (strategy.Result, []strategy.Result, error) {
-	if err := strategy.ValidateKey(q.Key); err != nil {
-		return strategy.Result{}, nil, err
-	} else if err := strategy.ValidateCost(q.N); err != nil {
-		return strategy.Result{}, nil, err
-	}
-	each := make([]strategy.Result, len(s.rules))
-	allowed, err := s.run(ctx, q, each)
+// do runs q and combines the rules' Results.
+func (m *multi) do(ctx context.Context, q engine.Req) (strategy.Result, []strategy.Result, error) {
+	allowed, each, err := m.run(ctx, q)
 	if err != nil || q.Op == engine.OpReset {
 		return strategy.Result{}, nil, err
 	}
@@ -223,136 +232,87 @@ func (s *set) do(ctx context.Context, q engine.Req) (strategy.Result, []strategy
 
 // HonoursContext reports whether every call returns by its context's
 // deadline or cancellation: whether the Redis client does.
-func (l *Limiter) HonoursContext() bool { return engine.HonoursContext(l.rdb) }
+func (l *Limiter) HonoursContext() bool { return l.e.HonoursContext() }
 
 // Keys returns the Redis keys of subject's state, one per rule in rule
 // order, all in the subject's hash slot.
-func (l *Limiter) Keys(subject string) []string {
-	keys := make([]string, len(l.rules))
-	for i, r := range l.rules {
-		keys[i] = strategy.KeyFor(l.opts.Prefix, r.tag, subject, strategy.NoShard)
-	}
-	return keys
-}
+func (l *Limiter) Keys(subject string) []string { return l.e.Keys(subject) }
 
-// redis runs q as one script call.
-func (l *Limiter) redis(ctx context.Context, q engine.Req, each []strategy.Result) (bool, error) {
-	c := engine.Del(l.Keys(q.Key)...)
-	switch q.Op {
-	case engine.OpAllow: // ARGV: n, now, then the rules'
-		c.Script, c.Args = script, append([]any{q.N, engine.NowArg(l.opts.Clock)}, l.args...)
-	case engine.OpRefund: // a peek's, then the units to give back
-		c.Script, c.Args = script, append(append([]any{0, engine.NowArg(l.opts.Clock)}, l.args...), q.N)
-		if q.N > 0 {
-			c.Script = refundScript
-		}
+// redis runs q as one script call, whose reply is every rule's.
+func (l *Limiter) redis(ctx context.Context, q engine.Req) (bool, []strategy.Result, error) {
+	c, err := l.e.Plan(q)
+	if err != nil {
+		return false, nil, err
 	}
-	c = engine.Run(ctx, l.rdb, c)
+	c.Decode = false // the rules' reply, decoded below
+	c = engine.Run(ctx, l.e.Client(), c)
 	v := make([]int64, 1+3*len(l.rules))
 	if c.Err != nil || q.Op == engine.OpReset {
-		return false, c.Err
+		return false, nil, c.Err
 	} else if err := engine.DecodeInts(c.Reply, v); err != nil {
-		return false, err
+		return false, nil, err
 	}
+	each := make([]strategy.Result, len(l.rules))
 	for i, r := range l.rules {
 		each[i] = engine.ResultOf(v[2+3*i] == 0, r.limit, v[1+3*i], v[2+3*i], v[3+3*i])
 	}
-	return v[0] == 1, nil
+	return v[0] == 1, each, nil
 }
 
 // HonoursContext returns true: the twin never waits on a network.
 func (*Local) HonoursContext() bool { return true }
 
 // Subjects returns how many subjects the twin holds state for.
-func (l *Local) Subjects() int { return l.store.Len() }
+func (l *Local) Subjects() int { return l.e.Subjects() }
 
 // local decides q as the scripts do: every rule peeks (after its refund),
 // then, for n units, records them if every rule allows them, or reports
 // its own denial.
-func (l *Local) local(ctx context.Context, q engine.Req, each []strategy.Result) (allowed bool, err error) {
-	k, n := localstore.Key{Subject: q.Key, Shard: strategy.NoShard}, q.N
-	if q.Op == engine.OpReset {
-		l.store.Delete(k)
-		return false, nil
-	} else if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("%w: %w", strategy.ErrBackend, err)
-	}
-	now := l.clock.Now().UnixMilli()
-	l.store.Do(k, now, func(s *[]ruleState) (expires int64) {
+func (l *Local) local(ctx context.Context, q engine.Req) (allowed bool, each []strategy.Result, err error) {
+	n, each, refund := q.N, make([]strategy.Result, len(l.rules)), q.Op == engine.OpRefund
+	err = l.e.Update(ctx, q, func(s *[]ruleState, p *set, now int64) (expires int64) {
 		if *s == nil {
-			*s = make([]ruleState, len(l.rules))
+			*s = make([]ruleState, len(p.rules))
 		}
 		allowed = true
-		for i := range l.rules {
-			st, r := &(*s)[i], &l.rules[i]
-			if q.Op == engine.OpRefund {
-				st.give(r, now, n)
+		for i, r := range p.rules {
+			if w := (*s)[i].of(r.log); refund {
+				each[i] = w.Give(r.limit, r.window, now, n)
+			} else {
+				each[i] = w.Decide(r.limit, r.window, now, 0)
 			}
-			each[i] = st.decide(r, now, 0)
-			allowed = allowed && each[i].Allowed && (q.Op == engine.OpRefund || each[i].Remaining >= n)
+			allowed = allowed && each[i].Allowed && (refund || each[i].Remaining >= n)
 		}
-		for i := range l.rules {
-			st, r := &(*s)[i], &l.rules[i]
-			if q.Op == engine.OpAllow && n > 0 && (allowed || !each[i].Allowed || each[i].Remaining < n) {
-				each[i] = st.decide(r, now, n) // records n when allowed; else the rule's own denial
+		for i, r := range p.rules {
+			w := (*s)[i].of(r.log)
+			if !refund && n > 0 && (allowed || !each[i].Allowed || each[i].Remaining < n) {
+				each[i] = w.Decide(r.limit, r.window, now, n) // records n when allowed; else the rule's own denial
 			}
-			expires = max(expires, st.expires(r))
+			expires = max(expires, w.Expires(r.window))
 		}
 		return expires
 	})
-	return allowed, nil
+	return allowed, each, err
 }
 
 // ruleState is a subject's state under one rule: a sliding log, or a fixed
-// window's start (ms) and the units counted in it.
+// window's count.
 type ruleState struct {
-	log          unitlog.Log
-	start, count int64
+	log unitlog.Log
+	win exact.Counter
 }
 
-// decide is r's own decision for n units at now, as multilimit.lua's: it
-// records them when r allows them and n > 0.
-func (st *ruleState) decide(r *rule, now, n int64) strategy.Result {
-	if r.log {
-		return st.log.Decide(r.limit, r.window, now, n)
+// of returns st's state of a sliding log (log) or a fixed window, whose
+// decision, refund and expiry are the rule's script's.
+func (st *ruleState) of(log bool) interface {
+	Decide(limit, window, now, n int64) strategy.Result
+	Give(limit, window, now, n int64) strategy.Result
+	Expires(window int64) int64
+} {
+	if log {
+		return &st.log
 	}
-	start := now - now%r.window // windows aligned to multiples of window since the epoch
-	count, left, retry, reset := int64(0), start+r.window-now, int64(0), int64(0)
-	if st.start == start {
-		count = st.count
-	}
-	if count > 0 {
-		reset = left
-	}
-	switch want := max(n, 1); {
-	case want > r.limit:
-		retry = -1
-	case count+want > r.limit:
-		retry = left
-	case n > 0:
-		st.start, st.count = start, count+n
-		return engine.ResultOf(true, r.limit, r.limit-count-n, 0, left)
-	}
-	return engine.ResultOf(retry == 0, r.limit, max(r.limit-count, 0), retry, reset)
-}
-
-// give is r's refund of up to n units at now, of those still in its window.
-func (st *ruleState) give(r *rule, now, n int64) {
-	if r.log {
-		st.log.Refund(now-r.window, n)
-	} else if st.start == now-now%r.window {
-		st.count -= min(n, st.count)
-	}
-}
-
-// expires is until when st matters under r (Unix ms; 0: it does not).
-func (st *ruleState) expires(r *rule) int64 {
-	if r.log {
-		return st.log.Expires(r.window)
-	} else if st.count > 0 {
-		return st.start + r.window
-	}
-	return 0
+	return &st.win
 }
 
 // combine returns the Result of a decision from each rule's (not empty), as
@@ -366,12 +326,8 @@ func combine(allowed bool, each []strategy.Result) strategy.Result {
 			out.Limit, out.Remaining = r.Limit, r.Remaining
 		}
 		out.ResetAfter = max(out.ResetAfter, r.ResetAfter)
-		if !allowed && out.RetryAfter != strategy.Never {
-			if r.RetryAfter == strategy.Never {
-				out.RetryAfter = strategy.Never
-			} else {
-				out.RetryAfter = max(out.RetryAfter, r.RetryAfter)
-			}
+		if !allowed && out.RetryAfter != strategy.Never && (r.RetryAfter == strategy.Never || r.RetryAfter > out.RetryAfter) {
+			out.RetryAfter = r.RetryAfter
 		}
 	}
 	return out

@@ -209,10 +209,10 @@ local k = count + want - limit`,
 	},
 	{
 		name: "fixed window twin: window edge off by one (the edge instant still in the old window)",
-		file: "fixedwindow/fixedwindow.go",
+		file: "internal/exact/window.go",
 		edits: []edit{
-			{old: `idx := exact.FloorDiv(now, p.window)`, new: `idx := exact.FloorDiv(now-1, p.window)`},
-			{old: `left := (idx+1)*p.window - now`, new: `left := max((idx+1)*p.window-now, 1)`},
+			{old: `idx := FloorDiv(now, window)`, new: `idx := FloorDiv(now-1, window)`},
+			{old: `left := (idx+1)*window - now`, new: `left := max((idx+1)*window-now, 1)`},
 		},
 		subjects: "fixedwindow", backends: "local",
 	},

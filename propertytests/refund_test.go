@@ -118,7 +118,7 @@ var refundMutants = []mutant{
 	},
 	{
 		name:     "fixed window twin refund: one unit more than asked",
-		file:     "fixedwindow/fixedwindow.go",
+		file:     "internal/exact/window.go",
 		edits:    []edit{{old: `c.count -= min(n, c.count)`, new: `c.count -= min(n+1, c.count)`}},
 		subjects: "fixedwindow", backends: "local",
 	},

@@ -40,10 +40,14 @@ func (l *Local[P, S]) Init(spec *Spec[P, S], lim strategy.Limit, opts []strategy
 	if c == nil {
 		c = strategy.ClockFunc(time.Now)
 	}
+	sweep := lim.Window
+	if spec.Sweep != nil {
+		sweep = spec.Sweep(&p)
+	}
 	st := localstore.NewStore[S](localstore.Config{
 		MaxSubjects: o.MaxSubjects,
 		Unit:        time.Millisecond,
-		Sweep:       max(lim.Window, localstore.MinSweep),
+		Sweep:       max(sweep, localstore.MinSweep),
 		Now:         func() int64 { return c.Now().UnixMilli() },
 		OnEvict:     o.OnEvict,
 	})
@@ -110,30 +114,8 @@ func (l *Local[P, S]) Subjects() int { return l.store.Len() }
 
 // do decides q in process.
 func (l *Local[P, S]) do(ctx context.Context, q Req) (strategy.Result, error) {
-	if err := strategy.ValidateKey(q.Key); err != nil {
-		return strategy.Result{}, err
-	}
-	if err := strategy.ValidateCost(q.N); err != nil {
-		return strategy.Result{}, err
-	}
-	k := localstore.Key{Subject: q.Key, Shard: l.shard}
-	if q.Op == OpReset {
-		l.store.Delete(k)
-		return strategy.Result{}, nil
-	}
-	p, err := l.params(q.Limit, q.With)
-	if err != nil {
-		return strategy.Result{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return strategy.Result{}, backend(err)
-	}
-	if l.spec.DenyAll != nil && l.spec.DenyAll(p) {
-		return DenyAll, nil
-	}
-	now := l.clock.Now().UnixMilli()
-	var res strategy.Result
-	l.store.Do(k, now, func(s *S) (expires int64) {
+	res := DenyAll // unless fn runs (OpReset's Result is not used)
+	err := l.Update(ctx, q, func(s *S, p *P, now int64) (expires int64) {
 		if q.Op == OpRefund {
 			res, expires = l.spec.Give(s, &l.own, now, q.N)
 		} else {
@@ -141,5 +123,42 @@ func (l *Local[P, S]) do(ctx context.Context, q Req) (strategy.Result, error) {
 		}
 		return expires
 	})
+	if err != nil {
+		return strategy.Result{}, err
+	}
 	return res, nil
+}
+
+// Update is a decision of the twin with fn as its step: after the checks
+// of every decision (key, cost, the limit in force, ctx), fn updates s,
+// q.Key's state, under p, the parameters of the limit in force, at now
+// (Unix ms), and returns until when s matters (0: drop it). OpReset
+// forgets q.Key instead, and fn does not run either when the Spec's
+// DenyAll reports p. It serves an algorithm whose decision returns more
+// than do's one Result (multilimit: each rule's).
+func (l *Local[P, S]) Update(ctx context.Context, q Req, fn func(s *S, p *P, now int64) (expires int64)) error {
+	if err := strategy.ValidateKey(q.Key); err != nil {
+		return err
+	}
+	if err := strategy.ValidateCost(q.N); err != nil {
+		return err
+	}
+	k := localstore.Key{Subject: q.Key, Shard: l.shard}
+	if q.Op == OpReset {
+		l.store.Delete(k)
+		return nil
+	}
+	p, err := l.params(q.Limit, q.With)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return backend(err)
+	}
+	if l.spec.DenyAll != nil && l.spec.DenyAll(p) {
+		return nil
+	}
+	now := l.clock.Now().UnixMilli()
+	l.store.Do(k, now, func(s *S) int64 { return fn(s, p, now) })
+	return nil
 }

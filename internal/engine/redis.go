@@ -78,6 +78,15 @@ func (r *Redis[P, S]) Key(subject string) string {
 	return strategy.KeyFor(r.opts.Prefix, r.spec.Tag, subject, r.shard)
 }
 
+// Keys returns the Redis keys of subject's state: Key's one key, or the
+// Spec's Keys.
+func (r *Redis[P, S]) Keys(subject string) []string {
+	if r.spec.Keys != nil {
+		return r.spec.Keys(&r.own, r.opts.Prefix, subject, r.shard)
+	}
+	return []string{strategy.KeyFor(r.opts.Prefix, r.spec.Tag, subject, r.shard)}
+}
+
 // Shard returns the strategy that decides for shard i of every subject,
 // under keys of its own (see strategy.KeyFor).
 func (r *Redis[P, S]) Shard(i int) strategy.Strategy { return &Redis[P, S]{core: r.core, shard: i} }
@@ -163,9 +172,9 @@ func (r *Redis[P, S]) Plan(q Req) (Call, error) {
 	if err := strategy.ValidateCost(q.N); err != nil {
 		return Call{}, err
 	}
-	key := strategy.KeyFor(r.opts.Prefix, r.spec.Tag, q.Key, r.shard)
+	keys := r.Keys(q.Key)
 	if q.Op == OpReset {
-		return Del(key), nil
+		return Del(keys...), nil
 	}
 	p, err := r.params(q.Limit, q.With)
 	if err != nil {
@@ -174,7 +183,7 @@ func (r *Redis[P, S]) Plan(q Req) (Call, error) {
 	if r.spec.DenyAll != nil && r.spec.DenyAll(p) {
 		return Call{Done: true, Decode: true, Result: DenyAll}, nil
 	}
-	c := Call{Script: r.spec.Script, Keys: []string{key}, Capacity: r.spec.Capacity(p), Decode: true}
+	c := Call{Script: r.spec.Script, Keys: keys, Capacity: r.spec.Capacity(p), Decode: true}
 	now := NowArg(r.opts.Clock)
 	switch {
 	case q.Op == OpRefund && q.N > 0:

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,6 +46,14 @@ type Spec[P, S any] struct {
 	// Give is the twin's refund on s, as the refund script does it, then a
 	// peek.
 	Give func(s *S, own *P, now, n int64) (strategy.Result, int64)
+
+	// Optional, for an algorithm over several keys (multilimit): Keys
+	// returns the keys of subject's state under p (nil: the one key
+	// strategy.KeyFor(prefix, Tag, subject, shard)); Sweep the twin's sweep
+	// period (nil: the limit's Window). Such an algorithm may leave Decide
+	// and Give nil and decide through Local.Update.
+	Keys  func(p *P, prefix, subject string, shard int) []string
+	Sweep func(p *P) time.Duration
 }
 
 // Op is what a request asks of a strategy.
