@@ -69,7 +69,8 @@
 // client clock. It runs on Redis >= 6.0 and on Redis
 // Cluster: it touches only its one key.
 //
-// Limiter and Local are safe for concurrent use.
+// Limiter and Local are safe for concurrent use; their methods are every
+// algorithm's (see "The algorithms' types" in package strategy).
 //
 // # Refunds
 //

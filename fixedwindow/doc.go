@@ -59,7 +59,8 @@
 // same clock, holding 16 bytes of state per subject plus the map entry and
 // dropping it when its window ends.
 //
-// Limiter and Local are safe for concurrent use.
+// Limiter and Local are safe for concurrent use; their methods are every
+// algorithm's (see "The algorithms' types" in package strategy).
 //
 // # Per-subject limits
 //

@@ -92,7 +92,8 @@
 // same clock, holding 24 bytes of state per subject plus the map entry and
 // dropping it when its counts stop mattering.
 //
-// Limiter and Local are safe for concurrent use.
+// Limiter and Local are safe for concurrent use; their methods are every
+// algorithm's (see "The algorithms' types" in package strategy).
 //
 // # Refunds
 //

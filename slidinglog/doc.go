@@ -61,7 +61,8 @@
 // client clock. Any Redis >= 5 (scripts replicated by effects) runs it, and
 // Redis Cluster too: the script touches only its one key.
 //
-// Limiter and Local are safe for concurrent use.
+// Limiter and Local are safe for concurrent use; their methods are every
+// algorithm's (see "The algorithms' types" in package strategy).
 //
 // # Per-subject limits
 //

@@ -25,6 +25,18 @@
 // implements ContextHonourer and says so), a local twin always. A caller
 // may then call it on its own goroutine and still return by the deadline.
 //
+// # The algorithms' types
+//
+// Every algorithm package (slidinglog, compactlog, slidingcounter,
+// fixedwindow, tokenbucket, gcra) has the same two types, built on one
+// engine, with
+// the same methods: Limiter (on Redis) and Local (its in-process twin) have
+// AllowN, Peek, Reset and Limit (Strategy), HonoursContext
+// (ContextHonourer), AllowNWith, PeekWith and ValidateLimit
+// (LimitOverrider) and RefundN (Refunder); a Limiter also has Key, the
+// Redis key of a subject, and a Local Subjects, how many subjects it holds.
+// go doc does not list them on each type, since they come from the engine.
+//
 // Errors wrap one of the sentinels of this package and read
 // "ratelimit: <what>: <detail>", with one "ratelimit:" prefix; the detail
 // names the field, and the package when the bound is its own

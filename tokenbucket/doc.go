@@ -55,6 +55,8 @@
 // effect replication, the default since 5.0); one key per script, so Redis
 // Cluster works. Limiter and Local are safe for concurrent use; every
 // decision is atomic on the server, or under the subject's lock in Local.
+// Their methods are every algorithm's (see "The algorithms' types" in
+// package strategy).
 //
 // # Refunds
 //
