@@ -240,12 +240,12 @@ func TestSentinelFailover(t *testing.T) {
 			t.Errorf("%s: no decision by Redis within %v of the kill", run.name, failoverRecover)
 			continue
 		}
-		table = append(table, fmt.Sprintf("%-24s %9v %13v %9d %6d %9d %10d %8v", run.name, first.Sub(tKill).Round(10*time.Millisecond),
-			lastDegraded.Round(10*time.Millisecond), degraded, total, max(0, hotAllowed-failoverLimit), aboveCold, slowest.Round(time.Millisecond)))
+		table = append(table, fmt.Sprintf("%-24s %9v %13v %9d %6d %11s %10d %8v", run.name, first.Sub(tKill).Round(10*time.Millisecond),
+			lastDegraded.Round(10*time.Millisecond), degraded, total, fmt.Sprintf("%d (%+d)", hotAllowed, hotAllowed-failoverLimit), aboveCold, slowest.Round(time.Millisecond)))
 	}
 	sort.Strings(table)
-	t.Logf("per limiter (FailClosed, limit %d per %v, Timeout %v), times after the kill:\n%-24s %9s %13s %9s %6s %9s %10s %8s\n%s", failoverLimit, failoverWindow, failoverTimeout,
-		"limiter", "recovered", "last degraded", "degraded", "total", "hot above", "cold above", "slowest", strings.Join(table, "\n"))
+	t.Logf("per limiter (FailClosed, limit %d per %v, Timeout %v), times after the kill:\n%-24s %9s %13s %9s %6s %11s %10s %8s\n%s", failoverLimit, failoverWindow, failoverTimeout,
+		"limiter", "recovered", "last degraded", "degraded", "total", "hot allowed", "cold above", "slowest", strings.Join(table, "\n"))
 }
 
 // firstRedis returns the start of the first decision made by Redis that
