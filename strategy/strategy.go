@@ -135,7 +135,10 @@ type Strategy interface {
 // module implements it: a Redis strategy asks its client (true for a
 // *redis.Client, or a type embedding one, built with
 // ContextTimeoutEnabled, and for a client that implements ContextHonourer
-// and says so); a local twin returns true.
+// and says so); a local twin returns true. The facade calls such a
+// strategy under a context that is valid for that call only (it reuses
+// it afterwards): a strategy that says true must not keep its context, or
+// anything derived from it, once the call has returned.
 type ContextHonourer interface {
 	HonoursContext() bool
 }
