@@ -4,8 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -24,17 +24,22 @@ const (
 // a Limiter goes into Config, an Option or a package of its own.
 func TestRootAPISize(t *testing.T) {
 	root := repoRoot(t)
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, root, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	files, err := filepath.Glob(filepath.Join(root, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	fset := token.NewFileSet()
 	var names []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				names = append(names, exported(d)...)
-			}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			names = append(names, exported(d)...)
 		}
 	}
 	sort.Strings(names)
