@@ -80,21 +80,20 @@ type tat struct {
 // decide is the decision script: n units (0: peek) against v under p at
 // now. It returns the Result and until when v matters.
 func decide(v *tat, p, own *exact.Params, now, n int64) (strategy.Result, int64) {
-	if v.Plain(p, own) {
-		return v.take(p, v.ahead(p, now), now, n)
-	}
-	// v written under another limit, or p is a per-call limit: how far v
-	// is after now, in its stored scale, carries over to p (exact.Carry),
-	// then p decides; an allowed write records p's scale unless it is the
-	// strategy's own.
-	olp, owp := v.Of(own)
-	var ahead int64
-	if d := v.ms - now; d >= 0 {
-		hi, lo := bits.Mul64(uint64(d), uint64(olp))
-		if hi != 0 || lo >= 1<<62 {
-			ahead = p.Full // far beyond any capacity
-		} else {
-			ahead = exact.Carry(int64(lo)+v.frac, owp, p.Scale, p.Window)
+	ahead := v.ahead(p, now)
+	if !v.RatePlain(p, own) {
+		// v written at another rate, or p is a per-call limit of another
+		// rate: how far v is after now, in its stored scale, carries over
+		// to p (exact.Carry), then p decides; an allowed write records p's
+		// scale unless it has the strategy's own rate.
+		olp, owp := v.Of(own)
+		if ahead = 0; v.ms >= now {
+			hi, lo := bits.Mul64(uint64(v.ms-now), uint64(olp))
+			if hi != 0 || lo >= 1<<62 {
+				ahead = p.Full // far beyond any capacity
+			} else {
+				ahead = exact.Carry(int64(lo)+v.frac, owp, p.Scale, p.Window)
+			}
 		}
 	}
 	res, expires := v.take(p, ahead, now, n)
@@ -105,7 +104,7 @@ func decide(v *tat, p, own *exact.Params, now, n int64) (strategy.Result, int64)
 		}
 		return res, v.ms
 	}
-	v.Written = exact.As(p, own)
+	v.Written = exact.RateAs(p, own)
 	return res, expires
 }
 

@@ -85,3 +85,34 @@ func TestSpec(t *testing.T) {
 func BenchmarkLocal(b *testing.B)    { conformance.BenchmarkLocal(b, gcra.NewLocal) }
 func BenchmarkRefund(b *testing.B)   { conformance.BenchRefund(b, gcra.New) }
 func BenchmarkOverride(b *testing.B) { conformance.BenchOverride(b, gcra.New, gcra.NewLocal, 1<<30) }
+
+// TestTierOfSameRateRefund: a tier with the strategy's rate and another
+// burst writes TAT in the strategy's own scale (the script records a scale
+// only for another rate), so a refund after a decision under it gives the
+// units back, on Redis and in the twin alike.
+func TestTierOfSameRateRefund(t *testing.T) {
+	lim := strategy.Limit{Limit: 10, Window: time.Second, Burst: 10}
+	tier := strategy.Limit{Limit: 10, Window: time.Second, Burst: 20}
+	_, rdb := conformance.Miniredis(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	st, err := gcra.New(rdb, lim, strategy.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw, err := gcra.NewLocal(lim, strategy.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]interface {
+		strategy.LimitOverrider
+		strategy.Refunder
+	}{"redis": st, "local": tw} {
+		if r, err := s.AllowNWith(t.Context(), "user:1", 5, tier); err != nil || !r.Allowed {
+			t.Fatalf("%s: AllowNWith(5) under the tier = %+v, %v; want allowed", name, r, err)
+		}
+		r, err := s.RefundN(t.Context(), "user:1", 5)
+		if err != nil || r.Remaining != 10 {
+			t.Errorf("%s: RefundN(5) after it: Remaining %d (%v), want 10: the 5 units back", name, r.Remaining, err)
+		}
+	}
+}

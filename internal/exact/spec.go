@@ -119,6 +119,21 @@ func (w Written) Of(own *Params) (lp, wp int64) {
 	return w.LP, w.WP
 }
 
+// RatePlain is Plain for a state whose scale is the rate alone (GCRA's
+// TAT, in 1/lp ms): p may have another capacity than own.
+func (w Written) RatePlain(p, own *Params) bool {
+	return w.WP == 0 && p.LP == own.LP && p.WP == own.WP
+}
+
+// RateAs is As for a state whose scale is the rate alone: zero when p has
+// own's rate, whatever its capacity, as GCRA's script records it.
+func RateAs(p, own *Params) Written {
+	if p.LP == own.LP && p.WP == own.WP {
+		return Written{}
+	}
+	return Written{p.LP, p.WP}
+}
+
 // As returns what a state written under p records: zero for own's scale.
 func As(p, own *Params) Written {
 	if p.Scale == own.Scale {
