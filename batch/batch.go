@@ -280,7 +280,7 @@ func (f *flushers) wait() {
 // Client its calls this way.
 func (c *Client) Submit(ctx context.Context, call engine.Call) engine.Call {
 	if err := ctx.Err(); err != nil {
-		call.Fail(err)
+		call.Ended(err)
 		return call
 	}
 	if c.closed.Load() {
@@ -508,14 +508,14 @@ func (l *lane) submit(ctx context.Context, call *engine.Call) {
 		w.settle(call)
 	case <-ctx.Done():
 		if l.drop(w) {
-			call.Fail(ctx.Err()) // never sent
+			call.Ended(ctx.Err()) // never sent
 			return
 		}
 		select {
 		case <-w.done:
 			w.settle(call)
 		default:
-			call.Fail(ctx.Err()) // sent: its reply is discarded
+			call.Ended(ctx.Err()) // sent: its reply is discarded
 		}
 	case <-l.c.ctx.Done(): // Close
 		if l.drop(w) || w.state.Load() == callClosed {

@@ -467,7 +467,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // execPlanned); the others run concurrently.
 func (l *Limiter) all(ctx context.Context, key string, res []strategy.Result) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", strategy.ErrBackend, err)
+		return fmt.Errorf("ratelimit: no decision: %w", err)
 	}
 	errs := make([]error, len(l.st))
 	planned := l.plan(key, res == nil, errs)

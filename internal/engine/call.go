@@ -98,12 +98,13 @@ func NowArg(c strategy.Clock) any {
 func backend(err error) error { return fmt.Errorf("%w: %w", strategy.ErrBackend, err) }
 
 // Run sends c on rdb (EVALSHA, then EVAL only on an explicit NOSCRIPT
-// reply) unless ctx is done, and returns c with its outcome. A Submitter
+// reply) unless ctx is done (then c's error is ctx's, see Ended), and
+// returns c with its outcome. A Submitter
 // (package batch) takes the call instead, to send it in a pipeline. c
 // goes by value so that the direct path allocates no Call.
 func Run(ctx context.Context, rdb redis.Scripter, c Call) Call {
 	if err := ctx.Err(); err != nil {
-		c.Err = backend(err)
+		c.Ended(err)
 		return c
 	}
 	if c.Done {
@@ -130,6 +131,20 @@ func (c *Call) finish(v any, err error) {
 		c.Reply = v
 	}
 }
+
+// Ended records ctx's error err as c's outcome: the caller's own
+// cancellation or deadline, before Redis answered, never a backend
+// failure (it does not wrap strategy.ErrBackend).
+func (c *Call) Ended(err error) {
+	if c.Raw {
+		c.Err = err
+		return
+	}
+	c.Err = ended(err)
+}
+
+// ended wraps ctx's error err as a call's that its caller ended.
+func ended(err error) error { return fmt.Errorf("ratelimit: no decision: %w", err) }
 
 // Fail records err as c's outcome, as a backend failure unless c is Raw.
 func (c *Call) Fail(err error) {
@@ -164,7 +179,7 @@ func Exec(ctx context.Context, rdb redis.Scripter, cs []*Call) {
 	}
 	if err := ctx.Err(); err != nil {
 		for _, c := range cs {
-			c.Fail(err)
+			c.Ended(err)
 		}
 		return
 	}

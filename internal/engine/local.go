@@ -153,7 +153,7 @@ func (l *Local[P, S]) Update(ctx context.Context, q Req, fn func(s *S, p *P, now
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return backend(err)
+		return ended(err)
 	}
 	if l.spec.DenyAll != nil && l.spec.DenyAll(p) {
 		return nil

@@ -84,7 +84,7 @@ func (r *Redis[P, S]) Keys(subject string) []string {
 	if r.spec.Keys != nil {
 		return r.spec.Keys(&r.own, r.opts.Prefix, subject, r.shard)
 	}
-	return []string{strategy.KeyFor(r.opts.Prefix, r.spec.Tag, subject, r.shard)}
+	return []string{r.Key(subject)}
 }
 
 // Shard returns the strategy that decides for shard i of every subject,
@@ -148,19 +148,10 @@ func (r *core[P, S]) params(lim strategy.Limit, with bool) (*P, error) {
 	if !with {
 		return &r.own, nil
 	}
-	if err := CheckWindow(r.lim, lim); err != nil {
-		return nil, err
+	if lim.Window != r.lim.Window {
+		return nil, strategy.ValidateOverride(r.lim, lim) // the Window's error
 	}
 	return r.overrides.get(lim, r.spec.Params, &r.own)
-}
-
-// CheckWindow reports whether lim, a per-call limit, has the Window of
-// base, the strategy's.
-func CheckWindow(base, lim strategy.Limit) error {
-	if lim.Window != base.Window {
-		return strategy.ValidateOverride(base, lim)
-	}
-	return nil
 }
 
 // Plan returns q as one script call on Client, not yet sent; invalid
