@@ -164,6 +164,11 @@ func (s *Server) Stats() Stats {
 // maxSubject is the longest subject the library accepts (its MaxKeyLen).
 const maxSubject = 4096
 
+// MaxDescriptors is the most descriptors one request may carry: each is
+// decided concurrently, so a request beyond it is refused rather than let
+// a client start unbounded work.
+const MaxDescriptors = 256
+
 // match is what one request descriptor matched.
 type match struct {
 	rule      *rule
@@ -254,6 +259,9 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 	}
 	if len(req.GetDescriptors()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+	}
+	if n := len(req.GetDescriptors()); n > MaxDescriptors {
+		return nil, status.Errorf(codes.InvalidArgument, "rls: %d descriptors, at most %d per request", n, MaxDescriptors)
 	}
 	cfg := s.cfg.Load()
 	if cfg == nil {

@@ -321,9 +321,14 @@ descriptors:
 // refuses.
 func TestBadRequest(t *testing.T) {
 	e := start(t, shared(t), map[string]string{"m.yaml": matchingConfig})
+	many := make([]*commonv3.RateLimitDescriptor, rls.MaxDescriptors+1)
+	for i := range many {
+		many[i] = desc("k", "v")
+	}
 	for _, req := range []*rlsv3.RateLimitRequest{
 		{Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v")}},
 		{Domain: "match"},
+		{Domain: "match", Descriptors: many},
 	} {
 		if _, err := e.client.ShouldRateLimit(context.Background(), req); err == nil {
 			t.Errorf("ShouldRateLimit(%v): got no error", req)
