@@ -15,7 +15,9 @@
 // smallest Remaining and the Limit of the rule that has it, the largest
 // RetryAfter of the rules that deny, the largest ResetAfter (on a tie of Remaining, the smaller
 // capacity, then the earlier rule). Limit returns the most restrictive
-// rule's Limit.
+// rule's Limit. Limiter and Local both have AllowN, AllowNEach, Peek,
+// RefundN, RefundNEach, Reset and Limit (go doc does not list them on the
+// types: they come from the rules' shared internal type).
 // AllowNEach also returns each rule's own Result, e.g. for one RateLimit
 // header per policy: what the rule reports after the decision (Allowed
 // says whether that rule alone would have allowed the request).
