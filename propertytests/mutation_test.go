@@ -406,8 +406,20 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 	{
 		name:     "batch: replies handed to the wrong callers of a pipeline",
 		file:     "internal/engine/send.go",
-		edits:    []edit{{old: `if cmd := cmds[i]; cmd != nil {`, new: `if cmd := cmds[len(cmds)-1-i]; cmd != nil { // MUTANT`}},
+		edits:    []edit{{old: `cs[i].finish(res[i].v, res[i].err)`, new: `j := len(res) - 1 - i; cs[i].finish(res[j].v, res[j].err) // MUTANT`}},
 		subjects: "fixedwindow|gcra|slidinglog", backends: "miniredis-batched|redis-batched",
+	},
+	{
+		name:     "many requests in one script call: one request given another's reply",
+		file:     "internal/engine/send.go",
+		edits:    []edit{{old: `res[i] = outcome{arr[j], nil}`, new: `res[i] = outcome{arr[(j+1)%len(arr)], nil} // MUTANT`}},
+		subjects: "fixedwindow|gcra|slidinglog|compactlog", backends: "miniredis-batched|redis-batched",
+	},
+	{
+		name:     "many requests in one script call: the replies returned in reverse order",
+		file:     "internal/engine/many.go",
+		edits:    []edit{{old: `  out[i] = r`, new: `  out[m + 1 - i] = r`}},
+		subjects: "fixedwindow|gcra|slidinglog|compactlog", backends: "miniredis-batched|redis-batched",
 	},
 }
 

@@ -158,6 +158,9 @@ func TestPeekAndResetPipelined(t *testing.T) {
 				if want.Allowed {
 					want.RetryAfter = 0
 				}
+				if _, err := l.Peek(ctx, "hot"); err != nil { // loads the script for many requests
+					t.Fatal(err)
+				}
 				trips.reset()
 				got, err := l.Peek(ctx, "hot")
 				if err != nil {
@@ -166,9 +169,10 @@ func TestPeekAndResetPipelined(t *testing.T) {
 				if got != want {
 					t.Errorf("Peek = %+v, want %+v (the shards read one by one)", got, want)
 				}
-				if a, p, s := trips.alone.Load(), trips.pipelines.Load(), trips.scripts.Load(); a != 0 || p < 1 || p > maxPipelines || s != shards {
-					t.Errorf("Peek of %d shards: %d scripts alone, %d in %d pipelines; want none alone, %d in 1 to %d pipelines",
-						shards, a, s, p, shards, maxPipelines)
+				// one script call per node for many shards (a cluster: per hash tag)
+				if a, p, s := trips.alone.Load(), trips.pipelines.Load(), trips.scripts.Load(); a+p < 1 || a+p > maxPipelines || s < 1 || s > shards || backend == "redis" && s != 1 {
+					t.Errorf("Peek of %d shards: %d scripts alone, %d in %d pipelines; want 1 to %d round trips of at most %d scripts (one on a single node)",
+						shards, a, s, p, maxPipelines, shards)
 				}
 				trips.reset()
 				if err := l.Reset(ctx, "hot"); err != nil {

@@ -75,7 +75,9 @@ func Script(srcs ...string) *redis.Script {
 	for _, s := range srcs {
 		src += s
 	}
-	return redis.NewScript(src)
+	s := redis.NewScript(src)
+	manyOf.Store(s, manyScript(srcs))
+	return s
 }
 
 // ServerTime is the "now" argument that makes a script read the server's

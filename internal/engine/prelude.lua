@@ -2,14 +2,20 @@
 -- they share of the engine's conventions.
 
 -- now_ms returns the "now" argument arg in ms, or the server's TIME in ms
--- when arg is negative (engine.ServerTime). ARGV and TIME strings are
--- turned into numbers by arithmetic, which is cheaper than tonumber.
+-- when arg is negative (engine.ServerTime), read once per invocation: the
+-- requests of one invocation (engine.Many) are decided at one instant.
+-- ARGV and TIME strings are turned into numbers by arithmetic, which is
+-- cheaper than tonumber.
+local time_ms
 local function now_ms(arg)
   local now = arg + 0
   if now < 0 then
-    local t = redis.call('TIME')
-    local us = t[2] + 0
-    now = t[1] * 1000 + (us - us % 1000) / 1000
+    if not time_ms then
+      local t = redis.call('TIME')
+      local us = t[2] + 0
+      time_ms = t[1] * 1000 + (us - us % 1000) / 1000
+    end
+    now = time_ms
   end
   return now
 end

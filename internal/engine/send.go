@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -35,29 +36,36 @@ type Target struct {
 
 // Send is the executor: it sends cs (EVALSHA) to t.Node, one call alone,
 // several in one pipeline, and finishes each (Result and Err, or Reply).
+// Calls of one script go as one invocation of its twin (Many), which
+// decides each in order and returns each its own reply; on a cluster or a
+// Ring, only calls of one hash tag do.
 // go-redis never sends a call again after a failure (every command goes
 // with NoRetry: a script whose reply was lost may have run). A call
-// answered NOSCRIPT did not run: its script is loaded once per Send and
-// only those calls are sent again, once; one answered NOSCRIPT again (the
-// cache flushed once more in between) goes out as EVAL with its text.
-// Calls redirected with MOVED or ASK did not run either, and are sent
-// again through t.Redirect. Calls with Done set are not sent.
+// answered NOSCRIPT did not run: its script (and twin) is loaded once per
+// Send and only those calls are sent again, once; one answered NOSCRIPT
+// again (the cache flushed once more in between) goes out as EVAL with its
+// text, alone. Calls redirected with MOVED or ASK did not run either, and
+// are sent again through t.Redirect. Calls with Done set are not sent.
 func Send(ctx context.Context, t Target, cs []*Call) {
-	var one [1]*redis.Cmd
-	cmds := one[:]
+	var one [1]outcome
+	res := one[:]
 	if len(cs) > 1 {
-		cmds = make([]*redis.Cmd, len(cs))
+		res = make([]outcome, len(cs))
 	}
+	var oneIdx [1]int
+	idx := oneIdx[:0]
 	for i, c := range cs {
 		if !c.Done {
-			cmds[i] = c.cmd(ctx, false)
+			idx = append(idx, i)
 		}
 	}
-	run(ctx, t.Node, cmds)
+	_, single := t.Node.(*redis.Client)
+	bySlot := t.Redirect != nil || !single
+	send(ctx, t.Node, cs, res, idx, false, bySlot)
 	again := t.Node
 	if t.Redirect != nil {
 		again = t.Redirect
-		resend(ctx, again, cs, cmds, func(i int, err error) bool { return isRedirect(err) }, false)
+		resend(ctx, again, cs, res, func(i int, err error) bool { return isRedirect(err) }, false)
 	}
 	var loaded map[*redis.Script]bool
 	noscript := func(i int, err error) bool {
@@ -75,67 +83,93 @@ func Send(ctx context.Context, t Target, cs []*Call) {
 				load, _ = t.Node.(redis.Scripter)
 			}
 			ok = load != nil && s.Load(ctx, load).Err() == nil
+			if m := Many(s); ok && m != nil {
+				ok = m.Load(ctx, load).Err() == nil
+			}
 			loaded[s] = ok
 		}
 		return ok && ctx.Err() == nil && (t.Live == nil || t.Live(i))
 	}
-	if resend(ctx, again, cs, cmds, noscript, false) {
+	if resend(ctx, again, cs, res, noscript, false) {
 		// Flushed again in between: send those few with their text.
-		resend(ctx, again, cs, cmds, func(i int, err error) bool {
+		resend(ctx, again, cs, res, func(i int, err error) bool {
 			return isNoScript(err) && ctx.Err() == nil && (t.Live == nil || t.Live(i))
 		}, true)
 	}
-	for i, c := range cs {
-		if cmd := cmds[i]; cmd != nil {
-			c.finish(cmd.Result())
+	for _, i := range idx {
+		cs[i].finish(res[i].v, res[i].err)
+	}
+}
+
+// outcome is a call's reply or error.
+type outcome struct {
+	v   any
+	err error
+}
+
+// send sends the calls idx of cs on p (see groups), as EVAL when eval, and
+// records their outcomes in res.
+func send(ctx context.Context, p Sender, cs []*Call, res []outcome, idx []int, eval, bySlot bool) {
+	if len(idx) == 1 { // the direct path: one command, no group
+		cmd := cs[idx[0]].cmd(ctx, eval)
+		_ = p.Process(ctx, noRetry{cmd})
+		res[idx[0]] = outcome{cmd.Val(), cmd.Err()}
+		return
+	}
+	gs := groups(ctx, cs, idx, eval, bySlot)
+	if len(gs) == 1 {
+		_ = p.Process(ctx, noRetry{gs[0].cmd})
+	} else {
+		pipe := p.Pipeline()
+		for _, g := range gs {
+			_ = pipe.Process(ctx, noRetry{g.cmd})
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+	}
+	for _, g := range gs {
+		v, err := g.cmd.Val(), g.cmd.Err()
+		if len(g.idx) == 1 {
+			res[g.idx[0]] = outcome{v, err}
+			continue
+		}
+		arr, ok := v.([]any)
+		if err == nil && (!ok || len(arr) != len(g.idx)) {
+			err = fmt.Errorf("script reply: want %d replies, got %T", len(g.idx), v)
+		}
+		for j, i := range g.idx {
+			switch {
+			case err != nil:
+				res[i] = outcome{nil, err}
+			case arr[j] == nil:
+				res[i] = outcome{nil, fmt.Errorf("script reply %d: nil", j)}
+			default:
+				e, isErr := arr[j].(error)
+				if isErr {
+					res[i] = outcome{nil, e}
+				} else {
+					res[i] = outcome{arr[j], nil}
+				}
+			}
 		}
 	}
 }
 
-// resend sends again, on p, the calls whose command's error retry accepts
-// (as EVAL when eval), replacing their commands, and reports whether it
-// sent any.
-func resend(ctx context.Context, p Sender, cs []*Call, cmds []*redis.Cmd, retry func(i int, err error) bool, eval bool) bool {
+// resend sends again, on p, the calls whose error retry accepts (as EVAL,
+// alone, when eval), replacing their outcomes, and reports whether it sent
+// any.
+func resend(ctx context.Context, p Sender, cs []*Call, res []outcome, retry func(i int, err error) bool, eval bool) bool {
 	var idx []int
-	for i, cmd := range cmds {
-		if cmd != nil && cmd.Err() != nil && retry(i, cmd.Err()) {
+	for i := range res {
+		if res[i].err != nil && retry(i, res[i].err) {
 			idx = append(idx, i)
 		}
 	}
 	if len(idx) == 0 {
 		return false
 	}
-	re := make([]*redis.Cmd, len(idx))
-	for j, i := range idx {
-		re[j] = cs[i].cmd(ctx, eval)
-	}
-	run(ctx, p, re)
-	for j, i := range idx {
-		cmds[i] = re[j]
-	}
+	_, single := p.(*redis.Client)
+	send(ctx, p, cs, res, idx, eval, !single)
 	return true
-}
-
-// run sends cmds (nil ones skipped) on p: one command on its own, several
-// in one pipeline; never re-sent by go-redis.
-func run(ctx context.Context, p Sender, cmds []*redis.Cmd) {
-	if len(cmds) == 1 {
-		if cmds[0] != nil {
-			_ = p.Process(ctx, noRetry{cmds[0]})
-		}
-		return
-	}
-	pipe := p.Pipeline()
-	n := 0
-	for _, cmd := range cmds {
-		if cmd != nil {
-			_ = pipe.Process(ctx, noRetry{cmd})
-			n++
-		}
-	}
-	if n > 0 {
-		_, _ = pipe.Exec(ctx) // each command carries its own error
-	}
 }
 
 // noRetry is a command go-redis does not re-send, alone or in a pipeline,

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A script of Script has a twin that decides many requests in one
+// invocation: its body becomes a function of KEYS and ARGV, called once
+// per request, in order, each seeing what the ones before it wrote, as if
+// each were its own call (Redis runs a script atomically either way). Its
+// KEYS are the requests' keys one after the other; its ARGV
+//
+//	m, then m pairs (keys, arguments of request i), then the requests' arguments
+//
+// and it returns one reply per request: the body's, or the error it raised
+// (pcall), so that a failing request fails alone. The requests read the
+// server's TIME once per invocation (now_ms caches it): they are decided
+// at the same instant.
+const manyDriver = `
+end
+local unpack = table.unpack or unpack
+local m = ARGV[1] + 0
+local ki, ai, out = 1, 2 + 2 * m, {}
+for i = 1, m do
+  local nk, na = ARGV[2 * i] + 0, ARGV[2 * i + 1] + 0
+  local ok, r = pcall(decide, {unpack(KEYS, ki, ki + nk - 1)}, {unpack(ARGV, ai, ai + na - 1)})
+  if not ok then
+    if type(r) ~= 'table' then
+      r = redis.error_reply(tostring(r))
+    end
+  elseif r == nil then
+    r = false
+  end
+  out[i] = r
+  ki, ai = ki + nk, ai + na
+end
+return out
+`
+
+// manyOf maps each script of Script to its twin for many requests.
+var manyOf sync.Map // *redis.Script -> *redis.Script
+
+// manyScript returns the body srcs as the twin of Script's script.
+func manyScript(srcs []string) *redis.Script {
+	var b strings.Builder
+	b.WriteString(prelude)
+	b.WriteString("\nlocal function decide(KEYS, ARGV)\n")
+	for _, s := range srcs {
+		b.WriteString(s)
+	}
+	b.WriteString(manyDriver)
+	return redis.NewScript(b.String())
+}
+
+// Many returns the twin of s, a script of Script, that decides many
+// requests in one invocation; nil for any other script.
+func Many(s *redis.Script) *redis.Script {
+	if s == nil {
+		return nil
+	}
+	m, _ := manyOf.Load(s)
+	ms, _ := m.(*redis.Script)
+	return ms
+}
+
+// group is the calls Send sends as one command: one call, or several of
+// one script (in one hash slot on a cluster) as its twin's invocation.
+type group struct {
+	idx []int // the calls, in order
+	cmd *redis.Cmd
+}
+
+// groups partitions the calls idx of cs into commands: the calls of one
+// script with a twin (Many) share one when together (bySlot: and of one
+// hash tag), the others have one each. eval sends scripts with their
+// text (EVAL), never grouped.
+func groups(ctx context.Context, cs []*Call, idx []int, eval, bySlot bool) []group {
+	gs := make([]group, 0, len(idx))
+	type key struct {
+		s   *redis.Script
+		tag string
+	}
+	var at map[key]int // the group of each key
+	for _, i := range idx {
+		c := cs[i]
+		if eval || c.Raw || len(c.Keys) == 0 {
+			gs = append(gs, group{idx: []int{i}})
+			continue
+		}
+		k := key{s: c.Script}
+		if bySlot {
+			if k.tag = hashTag(c.Keys[0]); k.tag == "" {
+				gs = append(gs, group{idx: []int{i}})
+				continue
+			}
+		}
+		if at == nil {
+			at = make(map[key]int, len(idx))
+		}
+		if g, ok := at[k]; ok && Many(c.Script) != nil {
+			gs[g].idx = append(gs[g].idx, i)
+			continue
+		}
+		at[k] = len(gs)
+		gs = append(gs, group{idx: []int{i}})
+	}
+	for j := range gs {
+		g := &gs[j]
+		if len(g.idx) == 1 {
+			g.cmd = cs[g.idx[0]].cmd(ctx, eval)
+		} else {
+			g.cmd = manyCmd(ctx, cs, g.idx)
+		}
+	}
+	return gs
+}
+
+// manyCmd builds the EVALSHA of the twin of the script of the calls idx
+// of cs (see Many).
+func manyCmd(ctx context.Context, cs []*Call, idx []int) *redis.Cmd {
+	nk, na := 0, 0
+	for _, i := range idx {
+		nk += len(cs[i].Keys)
+		na += len(cs[i].Args)
+	}
+	a := make([]any, 3, 3+nk+1+2*len(idx)+na)
+	a[0], a[1], a[2] = "evalsha", Many(cs[idx[0]].Script).Hash(), nk
+	for _, i := range idx {
+		for _, k := range cs[i].Keys {
+			a = append(a, k)
+		}
+	}
+	a = append(a, len(idx))
+	for _, i := range idx {
+		a = append(a, len(cs[i].Keys), len(cs[i].Args))
+	}
+	for _, i := range idx {
+		a = append(a, cs[i].Args...)
+	}
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// hashTag returns the hash tag of key ({tag}), "" when it has none: keys
+// of one tag are in one hash slot.
+func hashTag(key string) string {
+	s := strings.IndexByte(key, '{')
+	if s < 0 {
+		return ""
+	}
+	e := strings.IndexByte(key[s+1:], '}')
+	if e <= 0 {
+		return ""
+	}
+	return key[s+1 : s+1+e]
+}

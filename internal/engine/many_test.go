@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/internal/testredis"
+)
+
+// counter adds ARGV[1] to KEYS[1] and returns the sum, what it added and
+// the time it decided at; it fails for a cost of -1.
+var counter = engine.Script(`
+if ARGV[1] == '-1' then error('a cost of -1') end
+local sum = redis.call('INCRBY', KEYS[1], ARGV[1])
+return {sum, ARGV[1] + 0, now_ms(ARGV[2])}
+`)
+
+// counts returns calls of counter adding 1, 2, ... on the keys given.
+func counts(keys ...string) []*engine.Call {
+	cs := make([]*engine.Call, len(keys))
+	for i, k := range keys {
+		cs[i] = &engine.Call{Script: counter, Keys: []string{k}, Args: []any{i + 1, engine.ServerTime}}
+	}
+	return cs
+}
+
+// checkCounts fails t unless each call got its own reply: the running sum
+// of its key, its own cost, and one time for all.
+func checkCounts(t *testing.T, cs []*engine.Call, failing int, oneTime bool) {
+	t.Helper()
+	sums := map[string]int64{}
+	var at int64
+	for i, c := range cs {
+		if i == failing {
+			if c.Err == nil || !strings.Contains(c.Err.Error(), "a cost of -1") {
+				t.Errorf("call %d: err %v, want its own script error", i, c.Err)
+			}
+			continue
+		}
+		sums[c.Keys[0]] += int64(i + 1)
+		v, ok := c.Reply.([]any)
+		if c.Err != nil || !ok || len(v) != 3 {
+			t.Fatalf("call %d: reply %v, err %v", i, c.Reply, c.Err)
+		}
+		if v[0] != sums[c.Keys[0]] || v[1] != int64(i+1) {
+			t.Errorf("call %d: sum %v, cost %v; want %d, %d (its own reply, in order)", i, v[0], v[1], sums[c.Keys[0]], i+1)
+		}
+		if at == 0 {
+			at = v[2].(int64)
+		} else if oneTime && v[2] != at {
+			t.Errorf("call %d decided at %v, the first at %d: want one server time per invocation", i, v[2], at)
+		}
+	}
+}
+
+// Calls of one script in a pipeline to one node go as one invocation of
+// its twin, which decides each in order and returns each its own reply; a
+// request that fails fails alone; after SCRIPT FLUSH the twin is loaded
+// again and used.
+func TestSendManyInOneInvocation(t *testing.T) {
+	s := testredis.Start(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	var p sent
+	rdb.AddHook(&p)
+	for round := range 3 {
+		if round == 1 {
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.evalsha.Store(0)
+		p.load.Store(0)
+		pre := testredis.Prefix(t) + string(rune('a'+round))
+		cs := counts(pre+"{x}", pre+"{y}", pre+"{x}", pre+"{x}", pre+"{y}", pre+"{z}")
+		failing := -1
+		if round == 2 {
+			cs[3].Args[0], failing = -1, 3
+		}
+		engine.Send(ctx, engine.Target{Node: rdb}, cs)
+		checkCounts(t, cs, failing, true)
+		want := int64(1) // one invocation of the twin
+		if round < 2 {
+			want = 2 // a fresh server, then flushed: NOSCRIPT, loaded, then again
+		}
+		if p.evalsha.Load() != want {
+			t.Errorf("round %d: %d EVALSHA (%d SCRIPT LOAD), want %d", round, p.evalsha.Load(), p.load.Load(), want)
+		}
+	}
+}
+
+// On a cluster, only the calls of one hash tag share an invocation.
+func TestSendManyBySlotOnACluster(t *testing.T) {
+	cl := testredis.SharedCluster(t)
+	cc := cl.Client(t)
+	ctx := context.Background()
+	pre := testredis.Prefix(t)
+	var p sent
+	cc.AddHook(&p)
+	engine.Exec(ctx, cc, counts(pre+"{a}", pre+"{b}", pre+"{a}", pre+"{c}", pre+"{b}", pre+"{a}")) // loads the scripts
+	pre += "2"
+	cs := counts(pre+"{a}", pre+"{b}", pre+"{a}", pre+"{c}", pre+"{b}", pre+"{a}")
+	p.evalsha.Store(0)
+	engine.Exec(ctx, cc, cs)
+	checkCounts(t, cs, -1, false)
+	if n := p.evalsha.Load(); n != 3 {
+		t.Errorf("%d EVALSHA; want 3, one per hash tag", n)
+	}
+}
