@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"slices"
@@ -81,7 +82,17 @@ func (b *backend) env(o Options, prefix string) targets.Env {
 	if b.auto != nil {
 		e.AutoPipe = b.auto
 	}
+	if c, ok := b.work.(*redis.Client); ok && b.real() {
+		e.Addr = c.Options().Addr
+	}
 	return e
+}
+
+// closeDecider closes d when it holds a client of its own.
+func closeDecider(d targets.Decider) {
+	if c, ok := d.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // counter counts round trips: one per command or pipeline sent to a node.

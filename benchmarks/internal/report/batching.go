@@ -116,5 +116,32 @@ func batchedGoals(r *Report) []Goal {
 			}
 		}
 	}
+	// against rueidis's auto-pipelined limiter, at the same concurrency
+	named := func(name string) *Row {
+		for i := range r.Rows {
+			if r.Rows[i].Name == name && len(r.Rows[i].Speed) > 0 {
+				return &r.Rows[i]
+			}
+		}
+		return nil
+	}
+	peer := named("peer:rueidislimiter fixed_window")
+	for _, g := range []struct {
+		name string
+		want map[int]float64
+	}{{"fixed_window batched", map[int]float64{1: 1, 8: 1, 64: 2, 256: 2}}, {"gcra batched", map[int]float64{64: 1.5}}} {
+		ours := named(g.name)
+		if ours == nil || peer == nil {
+			continue
+		}
+		for ci, c := range ours.Speed {
+			want, ok := g.want[c.Concurrency]
+			if !ok || ci >= len(peer.Speed) || peer.Speed[ci].PerSecond == 0 {
+				continue
+			}
+			v := c.PerSecond / peer.Speed[ci].PerSecond
+			add(fmt.Sprintf("%s / rueidislimiter decisions/s at concurrency %d", g.name, c.Concurrency), fmt.Sprintf(">= %.2f", want), v, v >= want)
+		}
+	}
 	return gs
 }

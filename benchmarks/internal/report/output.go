@@ -272,7 +272,7 @@ func (r *Report) writeCost(w io.Writer) {
 		if rw.Keys > 0 {
 			keys = fmt.Sprint(rw.Keys)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.Name, rw.RoundTrips, f1(rw.Commands, "%.2f"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.Name, f1(rw.RoundTrips, "%.2f"), f1(rw.Commands, "%.2f"),
 			f1(rw.Speed[len(rw.Speed)-1].CPUMicros, "%.1f"), keys, b10, bl, pb, ps, local, allocs)
 	}
 	tw.Flush()

@@ -21,7 +21,7 @@ import (
 // limit decisions. The subject is Options.SubjectBytes long ("u" and random
 // digits) and our strategies use their default prefix, as a user's would.
 func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, r *Report) {
-	env := targets.Env{RDB: b.work, Limit: o.Limit}
+	env := targets.Env{RDB: b.work, Limit: o.Limit, Addr: b.env(o, "").Addr}
 	for i, t := range ts {
 		row := &r.Rows[i]
 		if t.Kind == targets.Floor {
@@ -85,6 +85,7 @@ func memory(ctx context.Context, o Options, b *backend, t targets.Target, env ta
 	if err != nil {
 		return err
 	}
+	defer closeDecider(d)
 	subject, err := freshSubject(ctx, b, o.SubjectBytes)
 	if err != nil {
 		return err

@@ -123,7 +123,7 @@ type Row struct {
 
 	Speed []Cell `json:"speed"`
 	// Per decision, over every speed slice.
-	RoundTrips       float64            `json:"round_trips_per_decision"`
+	RoundTrips       *float64           `json:"round_trips_per_decision"` // nil: through a client of its own, not counted
 	Commands         *float64           `json:"commands_per_decision"`
 	CommandBreakdown map[string]float64 `json:"commands_breakdown,omitempty"`
 

@@ -145,6 +145,7 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 			continue
 		}
 		deciders[i] = d
+		defer closeDecider(d)
 	}
 	maxConc := 0
 	for _, c := range o.Concurrency {
@@ -296,7 +297,9 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 			row.Speed = append(row.Speed, c)
 		}
 		if ops > 0 {
-			row.RoundTrips = float64(rts) / float64(ops)
+			if !ts[i].OwnClient {
+				row.RoundTrips = ptr(float64(rts) / float64(ops))
+			}
 			row.Commands = ptr(float64(cmds) / float64(ops))
 			if len(calls) > 0 {
 				row.CommandBreakdown = map[string]float64{}

@@ -72,6 +72,10 @@ type Env struct {
 	// AutoPipe is go-redis's AutoPipeline of RDB, for the rows that
 	// evaluate it (see Evaluations); nil makes them n/a.
 	AutoPipe redis.Scripter
+	// Addr is the address of the standalone redis-server RDB reaches, for
+	// the peers that bring a client of their own (rueidis); "" makes them
+	// n/a.
+	Addr string
 	// Clock, when set, is the time of the targets that take a client clock
 	// (ours, mennanov/limiters). The others read the Redis server's TIME
 	// (redis_rate) or rely on key TTLs (ulule/limiter); on miniredis the
@@ -85,6 +89,9 @@ type Target struct {
 	Kind      Kind
 	Algorithm string // the algorithm family
 	Note      string // how the peer is set up, when it matters
+	// OwnClient: the target sends through a client of its own (Env.Addr),
+	// whose round trips the report does not see.
+	OwnClient bool
 	New       func(Env) (Decider, error)
 }
 
@@ -102,6 +109,7 @@ func All(peers bool) []Target {
 	ts = append(ts, BatchedTargets(fa)...)
 	if peers {
 		ts = append(ts, Peers()...)
+		ts = append(ts, RueidisTargets()...)
 	}
 	return ts
 }
