@@ -58,6 +58,7 @@ type outcome struct {
 	degraded bool
 	cached   bool
 	cause    error
+	brk      *breaker.Breaker // the breaker that counted the call; nil: the Limiter's
 }
 
 // report tells the Observer of a decision.
@@ -66,7 +67,11 @@ func (l *Limiter) report(ctx context.Context, op guard.Op, n int64, r Result, er
 		Result: r, Err: err, Start: start, Duration: time.Since(start),
 		Degraded: out.degraded, Cause: out.cause, Cached: out.cached, Evicted: l.ev.take()}
 	if l.fail != nil {
-		d.Breaker = l.fail.breaker.State()
+		brk := out.brk
+		if brk == nil {
+			brk = l.fail.breaker
+		}
+		d.Breaker = brk.State()
 	}
 	l.obs.Observe(ctx, d)
 }
@@ -108,14 +113,15 @@ func (l *Limiter) guarded(ctx context.Context, c guard.Call) (Result, outcome, e
 			return r, outcome{cached: true}, nil
 		}
 	}
-	ok, probe := f.breaker.Allow()
+	brk := f.breakerOf(ctx, c.Key)
+	ok, probe := brk.Allow()
 	if !ok {
 		if l.checked { // not validated above, and the strategy is not called
 			if err := validate(c.Key, c.N); err != nil {
 				return Result{}, outcome{}, err
 			}
 		}
-		return l.degrade(ctx, c), outcome{degraded: true, cause: errBreakerOpen}, nil
+		return l.degrade(ctx, c, brk), outcome{degraded: true, cause: errBreakerOpen, brk: brk}, nil
 	}
 	var gen uint64
 	var sent int64
@@ -124,21 +130,21 @@ func (l *Limiter) guarded(ctx context.Context, c guard.Call) (Result, outcome, e
 	}
 	r, err := f.guard.Call(ctx, l.st, c)
 	if err != nil && callerError(err) {
-		f.breaker.Record(probe, breaker.Answered)
-		return Result{}, outcome{}, err
+		f.record(brk, probe, breaker.Answered)
+		return Result{}, outcome{brk: brk}, err
 	}
-	f.breaker.Record(probe, classify(ctx, err))
+	f.record(brk, probe, classify(ctx, err))
 	if err != nil && guard.IsEnded(err) {
 		// the caller's own deadline or cancellation ended the wait
-		return Result{}, outcome{}, err
+		return Result{}, outcome{brk: brk}, err
 	}
 	if err != nil {
-		return l.degrade(ctx, c), outcome{degraded: true, cause: err}, nil
+		return l.degrade(ctx, c, brk), outcome{degraded: true, cause: err, brk: brk}, nil
 	}
 	if cache && !r.Allowed {
 		f.deny.Put(c.Key, c.N, r, gen, sent)
 	}
-	return r, outcome{}, nil
+	return r, outcome{brk: brk}, nil
 }
 
 // shadow has the candidate decide a request whose denial the cache
@@ -180,11 +186,12 @@ func (l *Limiter) call(ctx context.Context, c guard.Call) (Result, error) {
 	if f == nil {
 		return guard.Do(ctx, l.st, c)
 	}
-	ok, probe := f.breaker.Allow()
+	brk := f.breakerOf(ctx, c.Key)
+	ok, probe := brk.Allow()
 	if !ok {
 		return Result{}, errBreakerOpen
 	}
 	r, err := f.guard.Call(ctx, l.st, c)
-	f.breaker.Record(probe, classify(ctx, err))
+	f.record(brk, probe, classify(ctx, err))
 	return r, err
 }

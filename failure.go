@@ -125,6 +125,7 @@ type failure struct {
 	policy  FailurePolicy
 	guard   *guard.Guard
 	breaker *breaker.Breaker
+	nodes   *nodeBreakers     // a cluster's masters' own breakers; nil: breaker for all
 	local   strategy.Strategy // FailLocal: the fallback
 	deny    *denycache.Cache  // nil when off
 	cmp     *compare.Limiter  // with deny: the strategy when it has a candidate, which decides cached denials too
@@ -149,6 +150,11 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 	}
 	if f.breaker == nil { // its own, on the limiter's clock
 		f.breaker, _ = breaker.New(0, 0, breaker.WithClock(o.clock))
+		// and one per master of a cluster, for a subject's keys on one
+		// master (not sharded)
+		if cc, ok := o.rdb.(*redis.ClusterClient); ok && cfg.Shards <= 1 {
+			f.nodes = &nodeBreakers{cc: cc, shared: f.breaker, clock: o.clock, m: map[*redis.Client]*breaker.Breaker{}}
+		}
 	}
 	if f.policy == FailLocal {
 		f.local = fallback
@@ -198,7 +204,7 @@ func callerError(err error) bool {
 }
 
 // degrade makes the decision c (Allow or Peek) by the failure policy.
-func (l *Limiter) degrade(ctx context.Context, c guard.Call) Result {
+func (l *Limiter) degrade(ctx context.Context, c guard.Call, brk *breaker.Breaker) Result {
 	f, capacity, n := l.fail, l.capacity, c.N
 	if f.policy == FailLocal {
 		c.Lim = l.localLim
@@ -206,7 +212,7 @@ func (l *Limiter) degrade(ctx context.Context, c guard.Call) Result {
 		if err == nil {
 			if r.RetryAfter == strategy.Never && max(n, 1) <= capacity {
 				// beyond this process's share, not beyond the limit
-				r.RetryAfter = f.breaker.RetryAfter()
+				r.RetryAfter = brk.RetryAfter()
 			}
 			r.Degraded = true
 			return r
@@ -223,7 +229,7 @@ func (l *Limiter) degrade(ctx context.Context, c guard.Call) Result {
 	if f.policy == FailOpen {
 		return Result{Allowed: true, Limit: capacity, Remaining: capacity, Degraded: true}
 	}
-	retry := f.breaker.RetryAfter()
+	retry := brk.RetryAfter()
 	return Result{Limit: capacity, RetryAfter: retry, ResetAfter: retry, Degraded: true}
 }
 

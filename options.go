@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -17,6 +19,7 @@ type options struct {
 	denyCache int               // WithDenyCache: max subjects; 0 is off
 	fallback  strategy.Strategy // WithFallback (Wrap)
 	prebuilt  strategy.Strategy // withStrategy: a promoted candidate
+	rdb       redis.Scripter    // New's client: a cluster's masters get a breaker each
 	err       error             // the first invalid option
 }
 

@@ -214,6 +214,7 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 				return nil, err
 			}
 		}
+		o.rdb = rdb
 		if l, err = wrap(st, cfg, o, fallback, ev); err != nil {
 			return nil, err
 		}
