@@ -82,8 +82,13 @@ func (b *backend) env(o Options, prefix string) targets.Env {
 	if b.auto != nil {
 		e.AutoPipe = b.auto
 	}
-	if c, ok := b.work.(*redis.Client); ok && b.real() {
-		e.Addr = c.Options().Addr
+	if b.real() {
+		switch c := b.work.(type) {
+		case *redis.Client:
+			e.Addrs = []string{c.Options().Addr}
+		case *redis.ClusterClient:
+			e.Addrs = c.Options().Addrs
+		}
 	}
 	return e
 }

@@ -21,7 +21,7 @@ import (
 // limit decisions. The subject is Options.SubjectBytes long ("u" and random
 // digits) and our strategies use their default prefix, as a user's would.
 func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, r *Report) {
-	env := targets.Env{RDB: b.work, Limit: o.Limit, Addr: b.env(o, "").Addr}
+	env := targets.Env{RDB: b.work, Limit: o.Limit, Addrs: b.env(o, "").Addrs}
 	for i, t := range ts {
 		row := &r.Rows[i]
 		if t.Kind == targets.Floor {
@@ -31,6 +31,10 @@ func runMemory(ctx context.Context, o Options, b *backend, ts []targets.Target, 
 			continue
 		}
 		if t.Kind == targets.Facade || t.Kind == targets.Batched || row.Error != "" {
+			continue
+		}
+		if t.Stateless {
+			row.MemoryNote = "n/a: keeps nothing per subject"
 			continue
 		}
 		fmt.Fprintf(o.Progress, "\rmemory %-40s", t.Name)

@@ -11,7 +11,8 @@ import (
 
 // The rueidis rows: the strongest auto-pipelining Go client, with its
 // defaults (every concurrent command shares its connection's pipeline),
-// measured on the same server through a client of its own (Env.Addr).
+// measured on the same server through a client of its own (Env.Addrs; rueidis finds out
+// itself whether they are a cluster's).
 
 // RueidisTargets returns rueidis's own floor (EVALSHA of `return 1`, like
 // FloorTarget) and a fixed window equivalent to rueidis's rueidislimiter:
@@ -23,19 +24,19 @@ func RueidisTargets() []Target {
 	return []Target{
 		{Name: "peer:rueidis floor", Kind: Peer, Algorithm: "EVALSHA return 1",
 			Note: "rueidis v1.0.79, default options: auto-pipelined EVALSHA of `return 1`",
-			New:  newRueidisFloor, OwnClient: true},
+			New:  newRueidisFloor, OwnClient: true, Stateless: true},
 		{Name: "peer:rueidislimiter fixed_window", Kind: Peer, Algorithm: "fixed_window",
 			Note: "rueidislimiter's script and AllowN on rueidis v1.0.79, default options; client clock; denied requests are counted",
 			New:  newRueidisLimiter, OwnClient: true},
 	}
 }
 
-// rueidisClient is a rueidis client of its own on e.Addr.
+// rueidisClient is a rueidis client of its own on e.Addrs.
 func rueidisClient(e Env) (rueidis.Client, error) {
-	if e.Addr == "" {
-		return nil, errors.New("rueidis: needs a standalone redis-server (Env.Addr)")
+	if len(e.Addrs) == 0 {
+		return nil, errors.New("rueidis: needs a real redis-server (Env.Addrs)")
 	}
-	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{e.Addr}})
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: e.Addrs})
 }
 
 var rueidisFloorScript = rueidis.NewLuaScript("return 1")

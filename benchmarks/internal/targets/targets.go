@@ -72,10 +72,10 @@ type Env struct {
 	// AutoPipe is go-redis's AutoPipeline of RDB, for the rows that
 	// evaluate it (see Evaluations); nil makes them n/a.
 	AutoPipe redis.Scripter
-	// Addr is the address of the standalone redis-server RDB reaches, for
-	// the peers that bring a client of their own (rueidis); "" makes them
-	// n/a.
-	Addr string
+	// Addrs are the addresses of the real Redis RDB reaches (a standalone
+	// server's, or a cluster's masters), for the peers that bring a client
+	// of their own (rueidis); none makes them n/a.
+	Addrs []string
 	// Clock, when set, is the time of the targets that take a client clock
 	// (ours, mennanov/limiters). The others read the Redis server's TIME
 	// (redis_rate) or rely on key TTLs (ulule/limiter); on miniredis the
@@ -89,9 +89,12 @@ type Target struct {
 	Kind      Kind
 	Algorithm string // the algorithm family
 	Note      string // how the peer is set up, when it matters
-	// OwnClient: the target sends through a client of its own (Env.Addr),
+	// OwnClient: the target sends through a client of its own (Env.Addrs),
 	// whose round trips the report does not see.
 	OwnClient bool
+	// Stateless: the target keeps nothing per subject (a peer's floor), so
+	// its row has no bytes per subject.
+	Stateless bool
 	New       func(Env) (Decider, error)
 }
 
