@@ -265,6 +265,9 @@ func TestReportOnRealRedis(t *testing.T) {
 		if c := rw.Speed[len(rw.Speed)-1]; c.CPUMicros == nil || *c.CPUMicros < 0 {
 			t.Errorf("row %q: Redis CPU per decision %v", name, c.CPUMicros)
 		}
+		if c := rw.Speed[len(rw.Speed)-1]; c.ClientCPUMicros == nil || *c.ClientCPUMicros <= 0 {
+			t.Errorf("row %q: client CPU per decision %v", name, c.ClientCPUMicros)
+		}
 		if len(rw.CommandBreakdown) == 0 {
 			t.Errorf("row %q: no command breakdown from INFO commandstats", name)
 		}

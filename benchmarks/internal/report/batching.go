@@ -143,5 +143,14 @@ func batchedGoals(r *Report) []Goal {
 			add(fmt.Sprintf("%s / rueidislimiter decisions/s at concurrency %d", g.name, c.Concurrency), fmt.Sprintf(">= %.2f", want), v, v >= want)
 		}
 	}
+	if ours := named("fixed_window batched"); ours != nil && peer != nil {
+		for ci, c := range ours.Speed {
+			if c.Concurrency != 8 || ci >= len(peer.Speed) || c.ClientCPUMicros == nil || peer.Speed[ci].ClientCPUMicros == nil || *peer.Speed[ci].ClientCPUMicros == 0 {
+				continue
+			}
+			v := *c.ClientCPUMicros / *peer.Speed[ci].ClientCPUMicros
+			add("fixed_window batched / rueidislimiter client CPU per decision at concurrency 8", "<= 1.00", v, v <= 1)
+		}
+	}
 	return gs
 }

@@ -241,7 +241,7 @@ func (r *Report) writeCost(w io.Writer) {
 		fmt.Fprintf(tw, "target\tmost in a window: boundary burst\tmost in a window: burst, then steady\tin-process ns allow/deny\tin-process allocs\t\n")
 	} else {
 		fmt.Fprintln(w, "cost and precision (lower is better):")
-		fmt.Fprintf(tw, "target\tround trips\tRedis cmds\tRedis CPU µs @%d\tkeys\tbytes after 10\tbytes after limit\tmost in a window: boundary burst\tmost in a window: burst, then steady\tin-process ns allow/deny\tin-process allocs\t\n", cl)
+		fmt.Fprintf(tw, "target\tround trips\tRedis cmds\tRedis CPU µs @%d\tclient CPU µs @%d\tkeys\tbytes after 10\tbytes after limit\tmost in a window: boundary burst\tmost in a window: burst, then steady\tin-process ns allow/deny\tin-process allocs\t\n", cl, cl)
 	}
 	for _, rw := range r.Rows {
 		if !r.Precise && len(rw.Speed) == 0 {
@@ -272,8 +272,9 @@ func (r *Report) writeCost(w io.Writer) {
 		if rw.Keys > 0 {
 			keys = fmt.Sprint(rw.Keys)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.Name, f1(rw.RoundTrips, "%.2f"), f1(rw.Commands, "%.2f"),
-			f1(rw.Speed[len(rw.Speed)-1].CPUMicros, "%.1f"), keys, b10, bl, pb, ps, local, allocs)
+		last := rw.Speed[len(rw.Speed)-1]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.Name, f1(rw.RoundTrips, "%.2f"), f1(rw.Commands, "%.2f"),
+			f1(last.CPUMicros, "%.1f"), f1(last.ClientCPUMicros, "%.1f"), keys, b10, bl, pb, ps, local, allocs)
 	}
 	tw.Flush()
 }
@@ -290,6 +291,7 @@ func (r *Report) writeLegend(w io.Writer) {
 			[2]string{"median, p99 µs", "latency of one decision as its caller sees it, at the highest concurrency"},
 			[2]string{"round trips, Redis cmds", "network round trips, and Redis commands run (the script's own calls included), per decision"},
 			[2]string{"Redis CPU µs", "server CPU time per decision, network work included"},
+			[2]string{"client CPU µs", "this process's CPU time per decision: the target's client and the load generator's (the same for every target)"},
 			[2]string{"keys, bytes after N", "keys one subject occupies, and their MEMORY USAGE after N requests"},
 		)
 	}

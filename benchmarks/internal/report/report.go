@@ -158,6 +158,10 @@ type Cell struct {
 	RoundTrips      float64  `json:"round_trips_per_decision"`
 	Commands        *float64 `json:"commands_per_decision"`
 	CPUMicros       *float64 `json:"redis_cpu_us_per_decision"`
+	// ClientCPUMicros is the report process's CPU time (user and system)
+	// per decision: the target's client work plus the load generator's,
+	// which is the same for every target.
+	ClientCPUMicros *float64 `json:"client_cpu_us_per_decision"`
 	// Degraded counts the answers the backend did not make (the facade's
 	// failure policy answering for a failed Redis or an open breaker):
 	// they are in neither Decisions, PerSecond nor the latencies.

@@ -74,7 +74,8 @@ type acc struct {
 	rts                int64
 	cmds               int64
 	calls              map[string]int64
-	cpu                float64
+	cpu                float64       // Redis's CPU seconds
+	clientCPU          time.Duration // this process's CPU time
 }
 
 type worker struct {
@@ -223,9 +224,9 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 				if err != nil {
 					return fmt.Errorf("report: INFO: %w", err)
 				}
-				rt0 := b.rts.Load()
+				rt0, cpu0 := b.rts.Load(), processCPU()
 				el := slice(ctx, deciders[i], subjects, conc, sliceDur, uint64(round*1000+ci), ws)
-				rts := b.rts.Load() - rt0
+				rts, clientCPU := b.rts.Load()-rt0, processCPU()-cpu0
 				after, err := b.snapshot(ctx)
 				if err != nil {
 					return fmt.Errorf("report: INFO: %w", err)
@@ -235,6 +236,7 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 				a.rts += rts
 				a.cmds += after.total - before.total
 				a.cpu += after.cpu - before.cpu
+				a.clientCPU += clientCPU
 				if after.calls != nil {
 					if a.calls == nil {
 						a.calls = map[string]int64{}
@@ -286,6 +288,9 @@ func runSpeed(ctx context.Context, o Options, b *backend, ts []targets.Target, r
 				c.Commands = ptr(float64(a.cmds) / n)
 				if b.real() {
 					c.CPUMicros = ptr(a.cpu * 1e6 / n)
+				}
+				if a.clientCPU > 0 {
+					c.ClientCPUMicros = ptr(float64(a.clientCPU.Microseconds()) / n)
 				}
 			}
 			ops += a.ops
