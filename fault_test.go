@@ -512,7 +512,9 @@ func waitFor(cond func() bool) bool {
 // may have been, and here is, applied.
 func TestScriptCache(t *testing.T) {
 	ctx := context.Background()
-	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute, Timeout: 100 * time.Millisecond}
+	// a second: long enough that a loaded machine does not degrade the
+	// calls made with Redis up, short enough to wait out with it paused
+	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute, Timeout: time.Second}
 
 	t.Run("flush then decide", func(t *testing.T) {
 		srv := testredis.Start(t)

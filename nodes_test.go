@@ -39,7 +39,7 @@ func TestBreakerPerClusterMaster(t *testing.T) {
 		}
 	}
 	l, err := ratelimit.New(cc, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 1000, Window: time.Minute,
-		OnFailure: ratelimit.FailClosed, Timeout: 300 * time.Millisecond, Prefix: testredis.Prefix(t)})
+		OnFailure: ratelimit.FailClosed, Timeout: time.Second, Prefix: testredis.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func TestOwnFields(t *testing.T) {
 domain: own
 descriptors:
   - key: tb
-    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: token_bucket, burst: 3, on_failure: closed, timeout: 100ms}
+    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: token_bucket, burst: 3, on_failure: closed, timeout: 10s}
   - key: sharded
     rate_limit: {unit: hour, requests_per_unit: 100, algorithm: gcra, shards: 4}
   - key: year

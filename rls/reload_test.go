@@ -147,13 +147,13 @@ func TestRedisDown(t *testing.T) {
 domain: fail
 descriptors:
   - key: open
-    rate_limit: {unit: hour, requests_per_unit: 3, on_failure: open, timeout: 200ms}
+    rate_limit: {unit: hour, requests_per_unit: 3, on_failure: open, timeout: 5s}
   - key: closed
-    rate_limit: {unit: hour, requests_per_unit: 3, on_failure: closed, timeout: 200ms}
+    rate_limit: {unit: hour, requests_per_unit: 3, on_failure: closed, timeout: 5s}
   - key: local
-    rate_limit: {unit: hour, requests_per_unit: 3, on_failure: local, timeout: 200ms}
+    rate_limit: {unit: hour, requests_per_unit: 3, on_failure: local, timeout: 5s}
   - key: default
-    rate_limit: {unit: hour, requests_per_unit: 3, timeout: 200ms}
+    rate_limit: {unit: hour, requests_per_unit: 3, timeout: 5s}
 `})
 	for _, k := range []string{"open", "closed", "local", "default"} {
 		if st := e.ask(t, "fail", 0, desc(k, "x")).Statuses[0]; st.Code != ok {
