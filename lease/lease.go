@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -334,7 +335,7 @@ func (l *Limiter) direct(ctx context.Context, key string, n int64) (strategy.Res
 // locked): the demand of the last lifetimes over half a lifetime (or what
 // is left of a fixed window), at least n, at most maxBlock (or n).
 func (l *Limiter) size(s *subject, now, n int64) int64 {
-	if s.mark != 0 && now > s.mark {
+	if s.mark != 0 {
 		// over at least a quarter lifetime: callers that queued behind
 		// one call are not a burst of demand
 		inst := float64(s.asked) / float64(max(now-s.mark, int64(l.life/4)))
@@ -351,7 +352,7 @@ func (l *Limiter) size(s *subject, now, n int64) int64 {
 	}
 	// half the demand of a lifetime: the lease runs out about half-way, so
 	// that steady demand strands little when it ends
-	b := int64(s.rate * float64(life) / 2)
+	b := int64(math.Ceil(s.rate * float64(life) / 2))
 	if b > l.maxBlock {
 		b = l.maxBlock
 	}
