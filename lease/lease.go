@@ -473,3 +473,12 @@ func (l *Limiter) Close(ctx context.Context) error {
 	})
 	return ctx.Err()
 }
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the wrapped strategy does (see
+// strategy.ContextHonourer). A wait for another caller's lease honours
+// the caller's own context.
+func (l *Limiter) HonoursContext() bool {
+	h, ok := l.inner.(strategy.ContextHonourer)
+	return ok && h.HonoursContext()
+}
