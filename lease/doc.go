@@ -41,12 +41,16 @@
 //
 // # Sizing and fairness
 //
-// A lease takes the units this process asked for in recent lifetimes
-// (an EWMA of its demand) times one lifetime: at least the request's cost,
-// and at most capacity/8 (WithShare). Default lifetime: Window/50, at
-// most 2s (WithLifetime). So a process holds at most an eighth of the
-// limit unspent, and a process that asks little leases little: a process
-// cannot hoard the limit, and an idle one strands at most one lease.
+// A lease takes half of what this process asked for in one lifetime (an
+// EWMA of its demand), so that it runs out about half-way through its
+// lifetime: at least the request's cost, and at most capacity/8
+// (WithShare). Default lifetime: Window/50, at most 2s (WithLifetime).
+// The fairness rule: a process holds at most capacity/8 unspent, leases
+// only what its own demand will spend, and a block is taken whole or not
+// at all (never cut down to what is left), so under contention a process
+// that asks little, in small blocks, passes before one whose large block
+// must wait. Redis still serves whoever asks first: leasing serves no
+// process worse than deciding each request directly would.
 //
 // Under-admission is the leased units not spent: per process at most one
 // lease (capacity/8, or one lifetime's demand if less) each time its
