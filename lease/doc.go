@@ -65,6 +65,14 @@
 // caller's failure policy. A denial is served in process for up to a
 // lifetime (at most its RetryAfter) without a call.
 //
+// # Telemetry
+//
+// Stats counts leases taken, units leased, given back and stranded, and
+// the decisions made in process. WithObserver's function is told of each
+// lease event (a lease taken or denied, units given back or stranded),
+// never of the subject's key. Behind ratelimit.Wrap, the facade's
+// Observer sees every decision, leased or not, as any other.
+//
 // # Memory
 //
 // One small struct per subject with a lease, at most WithMaxSubjects

@@ -34,6 +34,7 @@ type Limiter struct {
 
 	clock       strategy.Clock
 	maxSubjects int64
+	obs         func(Event)
 
 	subjects sync.Map // string -> *subject
 	count    atomic.Int64
@@ -100,7 +101,7 @@ func New(lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, erro
 	if !ok || r.LeaseRule() == engine.LeaseNone {
 		return nil, fmt.Errorf("%w: %T", ErrNoLease, s)
 	}
-	l := &Limiter{inner: s, rule: r.LeaseRule(), lim: s.Limit(), clock: o.clock, maxSubjects: int64(o.maxSubjects), stop: make(chan struct{})}
+	l := &Limiter{inner: s, rule: r.LeaseRule(), lim: s.Limit(), clock: o.clock, maxSubjects: int64(o.maxSubjects), obs: o.observer, stop: make(chan struct{})}
 	l.cap = l.lim.Capacity()
 	w := l.lim.Window
 	l.life = o.life
@@ -184,7 +185,7 @@ func (l *Limiter) drop(key string, s *subject) {
 	}
 	s.dead = true
 	if s.left > 0 {
-		l.stats.stranded.Add(s.left)
+		l.strand(s.left, nil)
 		s.left = 0
 	}
 	if l.subjects.CompareAndDelete(key, s) {
@@ -365,6 +366,7 @@ func (l *Limiter) size(s *subject, now, n int64) int64 {
 // (the fairness rule, see the package doc).
 func (l *Limiter) take(ctx context.Context, key string, b int64) (strategy.Result, int64, error) {
 	res, err := l.decide(ctx, key, b)
+	l.observe(Event{Op: OpTake, Units: b, Allowed: err == nil && res.Allowed, Err: err})
 	if err != nil || !res.Allowed {
 		return res, 0, err
 	}
@@ -389,14 +391,28 @@ func (l *Limiter) giveBack(ctx context.Context, key string, k int64) {
 		return
 	}
 	if l.rule != engine.LeaseBurst {
-		l.stats.stranded.Add(k)
+		l.strand(k, nil)
 		return
 	}
 	if _, err := l.refund.RefundN(ctx, key, k); err != nil {
-		l.stats.stranded.Add(k) // under-admission only
+		l.strand(k, err) // under-admission only
 		return
 	}
 	l.stats.returned.Add(k)
+	l.observe(Event{Op: OpGiveBack, Units: k})
+}
+
+// strand counts k leased units that were neither spent nor given back.
+func (l *Limiter) strand(k int64, err error) {
+	l.stats.stranded.Add(k)
+	l.observe(Event{Op: OpStrand, Units: k, Err: err})
+}
+
+// observe tells the observer of ev, if there is one.
+func (l *Limiter) observe(ev Event) {
+	if l.obs != nil {
+		l.obs(ev)
+	}
 }
 
 // sweeper gives back the leases that ended and forgets idle subjects, every

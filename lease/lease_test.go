@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,5 +165,35 @@ func TestInvalidInput(t *testing.T) {
 	}
 	if st := l.Stats(); st.Leases != 0 {
 		t.Errorf("invalid input leased: %+v", st)
+	}
+}
+
+// TestObserver: every lease taken and every unit given back or stranded
+// is an event, and the events add up to Stats.
+func TestObserver(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	var mu sync.Mutex
+	sums := map[lease.Op]int64{}
+	l := bucket(t, clock, lease.WithObserver(func(ev lease.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Op != lease.OpTake || ev.Allowed {
+			sums[ev.Op] += ev.Units
+		}
+	}))
+	ctx := context.Background()
+	for range 100 {
+		l.AllowN(ctx, "k", 1)
+	}
+	clock.Advance(time.Second)
+	for range 10 {
+		l.AllowN(ctx, "k", 1) // the ended lease goes back first
+	}
+	l.Close(ctx)
+	st := l.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if sums[lease.OpTake] != st.Taken || sums[lease.OpGiveBack] != st.Returned || sums[lease.OpStrand] != st.Stranded || st.Returned == 0 {
+		t.Errorf("events %v, stats %+v: want the same sums, something given back", sums, st)
 	}
 }

@@ -15,6 +15,7 @@ type options struct {
 	share       int64
 	maxSubjects int
 	clock       strategy.Clock
+	observer    func(Event)
 	err         error
 }
 
@@ -70,6 +71,20 @@ func WithClock(c strategy.Clock) Option {
 	return func(o *options) {
 		if c != nil {
 			o.clock = c
+		}
+	}
+}
+
+// WithObserver sets a function told of every lease event (a lease taken
+// or denied, units given back or stranded), never of the subject's key.
+// It is called on the goroutine that caused the event (a caller's, the
+// sweeper's, Close's), so it must be quick and safe for concurrent use.
+// Decisions made in process are not events: Stats counts them. A nil f is
+// ignored.
+func WithObserver(f func(Event)) Option {
+	return func(o *options) {
+		if f != nil {
+			o.observer = f
 		}
 	}
 }

@@ -22,3 +22,21 @@ func (l *Limiter) Stats() Stats {
 		Stranded: l.stats.stranded.Load(), Local: l.stats.local.Load(),
 	}
 }
+
+// Op is what a lease Event reports.
+type Op string
+
+// The lease events.
+const (
+	OpTake     Op = "take"      // a lease asked of the strategy: Allowed, or denied, or Err
+	OpGiveBack Op = "give_back" // units of an ended lease given back (the bucket's rule)
+	OpStrand   Op = "strand"    // units of an ended lease neither spent nor given back
+)
+
+// Event is one lease event, as WithObserver's function sees it.
+type Event struct {
+	Op      Op
+	Units   int64 // the block asked for (OpTake), or the units given back or stranded
+	Allowed bool  // OpTake: the strategy allowed the block
+	Err     error // the strategy's error, if any (OpTake; OpStrand after a failed refund)
+}
