@@ -45,7 +45,7 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 }
 
 var spec = engine.Spec[params, exact.Counter]{
-	Name: "fixedwindow", Tag: "fw",
+	Name: "fixedwindow", Tag: "fw", Lease: engine.LeaseWindow,
 	Script: engine.Script(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
 	Refund: engine.Script(refundSrc, scriptSrc),

@@ -67,6 +67,18 @@
 //     times, known to lie between the call and the reply, certainly break
 //     the bound.
 //
+// Lease subjects (lease-slidinglog, lease-fixedwindow, lease-tokenbucket,
+// lease-gcra: each host decides through package lease, with a lifetime of
+// Window/2 and blocks up to the whole capacity, so units are spent well
+// after Redis decided them) run these only:
+//
+//   - bound, as above, from the times the units were spent;
+//   - lease_late: a host leases, spends some of its lease a random time
+//     later, and the other hosts fill the limit where the late units are
+//     still in the window: the bound holds;
+//   - lease_return (token bucket, GCRA): once every host is closed, the
+//     units leased less those given back are exactly the units spent.
+//
 // Sharded strategies run bound, ttl and bound_servertime only: which shard
 // a request lands on is not deterministic, and a sharded subject may deny a
 // request while another shard has room, so the serial properties do not

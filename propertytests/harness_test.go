@@ -78,11 +78,16 @@ func hostClient(t *testing.T, c redis.Scripter, batched bool) redis.Scripter {
 // denies (or never allows) anything fails instead of passing vacuously.
 type stats struct {
 	cases, calls, allowed, denied, never atomic.Int64
+	local                                atomic.Int64 // decisions the lease subjects' leases made in process
 }
 
 func (st *stats) String() string {
-	return fmt.Sprintf("%d cases, %d calls: %d allowed, %d denied (%d never)",
+	s := fmt.Sprintf("%d cases, %d calls: %d allowed, %d denied (%d never)",
 		st.cases.Load(), st.calls.Load(), st.allowed.Load(), st.denied.Load(), st.never.Load())
+	if n := st.local.Load(); n > 0 {
+		s += fmt.Sprintf(", %d decided by leases in process", n)
+	}
+	return s
 }
 
 // env is the state of one case: a clock every host reads, one strategy

@@ -421,6 +421,24 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		edits:    []edit{{old: `  out[i] = r`, new: `  out[m + 1 - i] = r`}},
 		subjects: "fixedwindow|gcra|slidinglog|compactlog", backends: "miniredis-batched|redis-batched",
 	},
+	{
+		name:     "lease: a lease's unspent units never given back",
+		file:     "lease/lease.go",
+		edits:    []edit{{old: `if _, err := l.refund.RefundN(ctx, key, k); err != nil {`, new: `if err := error(nil); err != nil { // MUTANT`}},
+		subjects: "lease-tokenbucket|lease-gcra", backends: "miniredis|redis|local",
+	},
+	{
+		name:     "lease: a unit spent after its lease ended",
+		file:     "lease/lease.go",
+		edits:    []edit{{old: `if s.left >= n && now < s.expires {`, new: `if s.left >= n { // MUTANT`}},
+		subjects: "lease-.*", backends: "miniredis|redis|local",
+	},
+	{
+		name:     "lease: a late unit counted in the wrong window (the log's lease not recorded ahead)",
+		file:     "slidinglog/slidinglog.lua",
+		edits:    []edit{{old: `local t = now + ahead`, new: `local t = now`}},
+		subjects: "lease-slidinglog", backends: "miniredis|redis",
+	},
 }
 
 // mutationSeed and mutationCases make the mutation check deterministic

@@ -35,6 +35,8 @@ type property struct {
 	mayNotDeny bool
 	// realTime: each case takes real time; a tenth of the cases.
 	realTime bool
+	// leases: it applies to the lease subjects too (the others do not).
+	leases bool
 }
 
 var (
@@ -47,7 +49,7 @@ func notSharded(s subject) bool { return !s.sharded() }
 
 var properties = []property{
 	{
-		name: "bound", backends: mainBackends,
+		name: "bound", backends: mainBackends, leases: true,
 		opts: genOpts{maxBatch: 16, subjects: 2},
 		check: func(e *env, c Case, _ func() (*env, error)) string {
 			evs, msg := e.runConcurrent(c)
@@ -122,6 +124,16 @@ var properties = []property{
 		// Limit.Validate accepts (above compactlog.MaxLimit)
 		name: "caller_errors", backends: mainBackends, applies: func(s subject) bool { return s.name == "compactlog" },
 		custom: callerErrorProp, // callererror_test.go
+	},
+	{
+		name: "lease_late", backends: mainBackends, leases: true, applies: func(s subject) bool { return s.lease },
+		custom: lateProp, // lease_test.go
+	},
+	{
+		name: "lease_return", backends: mainBackends, leases: true, mayNotDeny: true,
+		applies: func(s subject) bool { return s.lease && s.kind.usesBurst() },
+		opts:    genOpts{maxBatch: 16, subjects: 2, peeks: true},
+		check:   checkLeaseReturn, // lease_test.go
 	},
 	{
 		name: "ttl", backends: redisBackends,
@@ -498,7 +510,8 @@ func TestProperties(t *testing.T) {
 				t.Run(b.name, func(t *testing.T) {
 					var mk envBuilder
 					for _, p := range properties {
-						if !slices.Contains(p.backends, b.name) || (p.applies != nil && !p.applies(s)) {
+						if !slices.Contains(p.backends, b.name) || (p.applies != nil && !p.applies(s)) ||
+							(s.lease && !p.leases) || (b.name == "local" && s.newLocal == nil) {
 							continue
 						}
 						if mk == nil {
@@ -537,11 +550,26 @@ func runProperty(t *testing.T, s subject, b backend, open envBuilder, p property
 		o.windows = len(b.windows)
 		check = prop.ForAll(func(c Case) string {
 			lim := c.limit(b.windows)
+			var envs []*env
+			defer func() {
+				for _, e := range envs {
+					e.closeHosts() // the lease subjects' sweepers
+				}
+			}()
 			e, err := mk(s, lim, c.start(lim), p.twin)
+			if e != nil {
+				envs = append(envs, e)
+			}
 			if err != nil {
 				return "build: " + err.Error()
 			}
-			return p.check(e, c, func() (*env, error) { return mk(s, lim, c.start(lim), false) })
+			return p.check(e, c, func() (*env, error) {
+				e, err := mk(s, lim, c.start(lim), false)
+				if e != nil {
+					envs = append(envs, e)
+				}
+				return e, err
+			})
 		}, genCase(o))
 	}
 	props := gopter.NewProperties(params)
@@ -557,5 +585,8 @@ func runProperty(t *testing.T, s subject, b backend, open envBuilder, p property
 	// checked nothing worth having
 	if params.MinSuccessfulTests >= 2 && (st.allowed.Load() == 0 || (st.denied.Load() == 0 && !p.mayNotDeny)) {
 		t.Errorf("property %s of %s on %s is vacuous: %s", p.name, s.name, b.name, &st)
+	}
+	if params.MinSuccessfulTests >= 2 && s.lease && st.local.Load() == 0 {
+		t.Errorf("property %s of %s on %s is vacuous: no lease decided in process (%s)", p.name, s.name, b.name, &st)
 	}
 }

@@ -52,6 +52,9 @@ type subject struct {
 	exactRetry bool
 	// shards > 1 wraps the strategy in the sharded strategy.
 	shards int
+	// lease: every host decides through package lease (see
+	// leaseSubjects); only the properties that say so apply.
+	lease bool
 }
 
 func (s subject) sharded() bool { return s.shards > 1 }
@@ -122,14 +125,15 @@ var algorithms = []subject{
 const shards = 3
 
 // allSubjects returns every subject under test: each algorithm, then each
-// algorithm wrapped in the sharded strategy.
+// algorithm wrapped in the sharded strategy, then the leasable ones behind
+// package lease.
 func allSubjects() []subject {
 	out := slices.Clone(algorithms)
 	for _, a := range algorithms {
 		a.name, a.shards = "sharded-"+a.name, shards
 		out = append(out, a)
 	}
-	return out
+	return append(out, leaseSubjects()...)
 }
 
 // limits returns the limit of each shard of s under lim: lim itself when s

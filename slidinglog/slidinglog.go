@@ -53,7 +53,7 @@ func NewLocal(lim strategy.Limit, opts ...strategy.Option) (*Local, error) {
 }
 
 var spec = engine.Spec[params, unitlog.Log]{
-	Name: "slidinglog", Tag: Tag,
+	Name: "slidinglog", Tag: Tag, Lease: engine.LeaseAhead,
 	Script: engine.Script(unitlog.KthLua, scriptSrc),
 	// the log's refund, then the decision script as a peek: one atomic call
 	Refund: engine.Script(unitlog.KthLua, unitlog.RefundLua, refundSrc, scriptSrc),

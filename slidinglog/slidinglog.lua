@@ -5,7 +5,9 @@
 --          score = the ms it was recorded at, strictly increasing, member =
 --          (B + the units recorded up to and including it) mod 2^41.
 --          Units of an entry = its member - the previous entry's (mod 2^41).
--- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME)
+-- ARGV     limit, window ms, n (0: peek), now ms (-1: server TIME), and
+--          optionally ahead ms (a lease, see package lease): the units are
+--          recorded at now + ahead, so they count until now + ahead + window
 -- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
 --          below 2^53; else {allowed, remaining, retry after ms (-1: never),
 --          reset after ms}
@@ -21,6 +23,7 @@ local limit = ARGV[1] + 0
 local window = ARGV[2] + 0
 local n = ARGV[3] + 0
 local now = now_ms(ARGV[4])
+local ahead = (ARGV[5] or 0) + 0
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
 local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
@@ -55,9 +58,9 @@ if want > limit then return never(limit, count, reset) end
 
 if count + want <= limit then
   if n > 0 then
-    -- recorded at max(now, newest): the log stays in insertion order; in
-    -- the newest entry's ms, merged into it
-    local t = now
+    -- recorded at max(now + ahead, newest): the log stays in insertion
+    -- order; in the newest entry's ms, merged into it
+    local t = now + ahead
     if evict then
       redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
       if count == 0 then
@@ -65,7 +68,7 @@ if count + want <= limit then
       end
     end
     local m = (last + n) % M
-    if count > 0 and newest >= now then
+    if count > 0 and newest >= t then
       t = newest
       redis.call('ZREM', key, top[1])
     end

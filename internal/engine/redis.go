@@ -183,6 +183,9 @@ func (r *Redis[P, S]) Plan(q Req) (Call, error) {
 		c.Args = r.spec.Args(p, &r.own, 0, now)
 	default:
 		c.Args = r.spec.Args(p, &r.own, q.N, now)
+		if q.Ahead > 0 && q.N > 0 {
+			c.Args = append(c.Args, q.Ahead)
+		}
 	}
 	return c, nil
 }

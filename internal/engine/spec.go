@@ -18,9 +18,10 @@ import (
 // own, where a function receives it, is the parameters of the strategy's
 // own limit; p those of the limit in force (own, or a per-call limit's).
 type Spec[P, S any] struct {
-	Name  string // the package's name, in errors
-	Tag   string // the key tag: <prefix><tag>:{<subject>}
-	Burst bool   // the algorithm uses Limit.Burst; else Limit() reports Burst 0
+	Name  string    // the package's name, in errors
+	Tag   string    // the key tag: <prefix><tag>:{<subject>}
+	Burst bool      // the algorithm uses Limit.Burst; else Limit() reports Burst 0
+	Lease LeaseRule // how a lease of the algorithm keeps its promise (package lease)
 
 	// Script decides; Refund gives units back and then decides as a peek,
 	// in one call.
@@ -73,6 +74,9 @@ type Req struct {
 	N     int64
 	Limit strategy.Limit // With: the per-call limit that applies
 	With  bool           // Limit applies rather than the strategy's own
+	// Ahead > 0 (ms; OpAllow of a LeaseAhead algorithm only) records the
+	// units Ahead ms after now; the script reads it as its fifth argument.
+	Ahead int64
 }
 
 // Planner is implemented by the engine's Redis strategies (and their shard

@@ -39,7 +39,7 @@ type Params struct {
 // per-call limit must pass CheckCarry, and so must the strategy's.
 func Spec[S any](name, tag, script, refund string, decide func(s *S, p, own *Params, now, n int64) (strategy.Result, int64),
 	give func(s *S, own *Params, now, n int64) (strategy.Result, int64), tail func(own *Params) []any) *engine.Spec[Params, S] {
-	spec := engine.Spec[Params, S]{Name: name, Tag: tag, Burst: true, Decide: decide, Give: give,
+	spec := engine.Spec[Params, S]{Name: name, Tag: tag, Burst: true, Lease: engine.LeaseBurst, Decide: decide, Give: give,
 		Script: engine.Script(headLua, script, decideLua), Refund: engine.Script(headLua, refund, script, decideLua)}
 	spec.Params = func(lim strategy.Limit, own *Params) (Params, error) {
 		if own != nil {

@@ -1,0 +1,500 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratekit/ratelimit/internal/engine"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// Limiter decides through leases taken from the strategy it wraps (see
+// the package doc). It implements strategy.Strategy and is safe for
+// concurrent use. Call Close when done with it: it stops its sweeper and
+// gives back what its leases hold.
+type Limiter struct {
+	inner strategy.Strategy
+	rule  engine.LeaseRule
+	lim   strategy.Limit
+	cap   int64 // the capacity callers see: inner's Limit().Capacity()
+
+	life     time.Duration // a lease's lifetime
+	maxBlock int64         // the most units one lease takes (unless one request costs more)
+	leasing  bool          // false: every decision goes to inner
+
+	ahead interface {
+		AllowAhead(ctx context.Context, key string, n int64, ahead time.Duration) (strategy.Result, error)
+	}
+	refund strategy.Refunder
+
+	clock       strategy.Clock
+	maxSubjects int64
+	obs         func(Event)
+
+	subjects sync.Map // string -> *subject
+	count    atomic.Int64
+	closed   atomic.Bool
+	stop     chan struct{}
+	swept    sync.WaitGroup
+
+	stats counters
+}
+
+var _ strategy.Strategy = (*Limiter)(nil)
+
+// subject is one subject's lease in this process.
+type subject struct {
+	mu      sync.Mutex
+	left    int64 // units the lease still holds
+	expires int64 // Unix ns (the limiter's clock): the lease serves while now < expires
+	// a denial, served locally until denyUntil (Unix ns)
+	denyUntil int64
+	deny      strategy.Result
+	fill      chan struct{} // non-nil while a lease is being taken; closed when done
+	// demand: an EWMA of units asked per ns, the units asked since mark
+	rate  float64
+	asked int64
+	mark  int64
+	// windowEnd: the end of the last fixed window leased from (Unix ns)
+	windowEnd int64
+	lastUse   int64
+	dead      bool // removed from the map: look the key up again
+}
+
+// ErrNoLease: the strategy given to New has no lease rule (package
+// lease's doc lists the algorithms that do).
+var ErrNoLease = errors.New("lease: the strategy cannot be leased")
+
+// New returns a Limiter that enforces lim through leases of the strategy
+// build returns, an algorithm of this module on Redis (slidinglog,
+// fixedwindow, tokenbucket, gcra: their New) or the local twin of
+// fixedwindow, tokenbucket or gcra. build is called once with lim, and
+// for the token bucket and GCRA once more with the burst a lease decides
+// under (see the package doc). Another strategy is an error wrapping
+// ErrNoLease; build's error is returned as is; an invalid option is an
+// error wrapping strategy.ErrInvalidOption. When lim leaves no room for a
+// lease (a Limit of 0, a burst below the refill of one lifetime), every
+// decision goes to the strategy, as without leases.
+func New(lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, error), opts ...Option) (*Limiter, error) {
+	if build == nil {
+		return nil, fmt.Errorf("%w: lease: build is nil", strategy.ErrInvalidOption)
+	}
+	o := options{share: 8, maxSubjects: 10000, clock: strategy.ClockFunc(time.Now)}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	s, err := build(lim)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := s.(interface{ LeaseRule() engine.LeaseRule })
+	if !ok || r.LeaseRule() == engine.LeaseNone {
+		return nil, fmt.Errorf("%w: %T", ErrNoLease, s)
+	}
+	l := &Limiter{inner: s, rule: r.LeaseRule(), lim: s.Limit(), clock: o.clock, maxSubjects: int64(o.maxSubjects), obs: o.observer, stop: make(chan struct{})}
+	l.cap = l.lim.Capacity()
+	w := l.lim.Window
+	l.life = o.life
+	if l.life == 0 {
+		l.life = min(w/50, 2*time.Second)
+	}
+	l.life = min(l.life, w).Truncate(time.Millisecond)
+	capacity := l.lim.Limit
+	switch l.rule {
+	case engine.LeaseAhead:
+		a, ok := s.(interface {
+			AllowAhead(ctx context.Context, key string, n int64, ahead time.Duration) (strategy.Result, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%w: %T records no units ahead", ErrNoLease, s)
+		}
+		l.ahead = a
+	case engine.LeaseBurst:
+		// the most a bucket refills in a lifetime, rounded up: a lease
+		// decides under the burst less that
+		wms := l.lim.Window.Milliseconds()
+		refill := (l.lim.Limit*l.life.Milliseconds() + wms - 1) / wms
+		capacity = l.lim.Capacity() - refill
+		if capacity < 1 || l.life < time.Millisecond {
+			break // no room: every decision goes to s
+		}
+		reduced := strategy.Limit{Limit: l.lim.Limit, Window: l.lim.Window, Burst: capacity}
+		rs, err := build(reduced)
+		if err != nil {
+			return nil, err
+		}
+		f, ok := rs.(strategy.Refunder)
+		if !ok {
+			return nil, fmt.Errorf("%w: %T cannot refund", ErrNoLease, rs)
+		}
+		l.inner, l.refund = rs, f
+	}
+	l.maxBlock = max(capacity/o.share, 1)
+	l.leasing = l.life >= time.Millisecond && capacity >= 1
+	if l.leasing {
+		l.swept.Add(1)
+		go l.sweeper()
+	}
+	return l, nil
+}
+
+// Limit returns the wrapped strategy's limit.
+func (l *Limiter) Limit() strategy.Limit { return l.lim }
+
+// Lifetime returns a lease's lifetime, 0 when the limiter does not lease
+// (every decision goes to the wrapped strategy).
+func (l *Limiter) Lifetime() time.Duration {
+	if !l.leasing {
+		return 0
+	}
+	return l.life
+}
+
+// Peek reports the wrapped strategy's state of key: the units leased by
+// any process and not yet spent count as used.
+func (l *Limiter) Peek(ctx context.Context, key string) (strategy.Result, error) {
+	return l.inner.Peek(ctx, key)
+}
+
+// Reset forgets this process's lease of key (its units are not given
+// back) and resets key in the wrapped strategy.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if v, ok := l.subjects.Load(key); ok {
+		s := v.(*subject)
+		s.mu.Lock()
+		l.drop(key, s)
+		s.mu.Unlock()
+	}
+	return l.inner.Reset(ctx, key)
+}
+
+// drop removes s (locked) from the map.
+func (l *Limiter) drop(key string, s *subject) {
+	if s.dead {
+		return
+	}
+	s.dead = true
+	if s.left > 0 {
+		l.strand(s.left, nil)
+		s.left = 0
+	}
+	if l.subjects.CompareAndDelete(key, s) {
+		l.count.Add(-1)
+	}
+}
+
+// get returns key's subject, nil when the limiter holds as many as it may.
+func (l *Limiter) get(key string) *subject {
+	if v, ok := l.subjects.Load(key); ok {
+		return v.(*subject)
+	}
+	if l.count.Load() >= l.maxSubjects {
+		return nil
+	}
+	v, loaded := l.subjects.LoadOrStore(key, &subject{})
+	if !loaded {
+		l.count.Add(1)
+	}
+	return v.(*subject)
+}
+
+// AllowN decides n units for key: from this process's lease when it holds
+// them, else from a new lease (one call to the wrapped strategy). A
+// decision from the lease reports Remaining as the units the lease still
+// holds. A denial is served from this process for up to a lifetime (or
+// its RetryAfter, if shorter) without a call. n = 0 is Peek.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Result, error) {
+	res, _, err := l.allow(ctx, key, n)
+	return res, err
+}
+
+// allow is AllowN; it also returns when the decision was made (Unix ns on
+// the limiter's clock): when the lease decided, the time it read; when
+// the wrapped strategy did, the time of its reply (it decided before).
+func (l *Limiter) allow(ctx context.Context, key string, n int64) (strategy.Result, int64, error) {
+	if n == 0 {
+		return l.direct(ctx, key, 0)
+	}
+	if !l.leasing || l.closed.Load() {
+		return l.direct(ctx, key, n)
+	}
+	if err := strategy.ValidateKey(key); err != nil {
+		return strategy.Result{}, 0, err
+	}
+	if err := strategy.ValidateCost(n); err != nil {
+		return strategy.Result{}, 0, err
+	}
+	s := l.get(key)
+	if s == nil {
+		return l.direct(ctx, key, n)
+	}
+	counted := false
+	for {
+		s.mu.Lock()
+		if s.dead {
+			s.mu.Unlock()
+			if s = l.get(key); s == nil {
+				return l.direct(ctx, key, n)
+			}
+			continue
+		}
+		now := l.clock.Now().UnixNano()
+		if !counted {
+			s.asked += n
+			counted = true
+		}
+		if s.left >= n && now < s.expires {
+			s.left -= n
+			s.lastUse = now
+			left := s.left
+			s.mu.Unlock()
+			l.stats.local.Add(1)
+			return strategy.Result{Allowed: true, Limit: l.cap, Remaining: left}, now, nil
+		}
+		if now < s.denyUntil {
+			r := s.deny
+			r.RetryAfter = min(r.RetryAfter, time.Duration(s.denyUntil-now))
+			s.mu.Unlock()
+			l.stats.local.Add(1)
+			return r, now, nil
+		}
+		if ch := s.fill; ch != nil {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return strategy.Result{}, 0, fmt.Errorf("ratelimit: no decision: %w", ctx.Err())
+			}
+		}
+		// take a new lease; what the old one holds goes back (or is
+		// stranded, by the rule)
+		back := s.left
+		s.left, s.expires = 0, 0
+		ch := make(chan struct{})
+		s.fill = ch
+		b := l.size(s, now, n)
+		s.mu.Unlock()
+
+		l.giveBack(ctx, key, back)
+		start := l.clock.Now().UnixNano()
+		res, got, err := l.take(ctx, key, b)
+		at := l.clock.Now().UnixNano()
+
+		s.mu.Lock()
+		s.fill = nil
+		close(ch)
+		if err != nil {
+			s.mu.Unlock()
+			return res, at, err
+		}
+		res.Limit = l.cap
+		if !res.Allowed {
+			if res.RetryAfter > 0 {
+				s.denyUntil = start + int64(min(res.RetryAfter, l.life))
+				s.deny = res
+			}
+			s.mu.Unlock()
+			return res, at, nil
+		}
+		life := l.life
+		if l.rule == engine.LeaseWindow {
+			life = min(life, res.ResetAfter)
+			s.windowEnd = start + int64(res.ResetAfter)
+		}
+		s.left, s.expires = got-n, start+int64(life)
+		s.lastUse = start
+		res.Remaining = s.left
+		s.mu.Unlock()
+		return res, at, nil
+	}
+}
+
+// direct decides n units of key through the wrapped strategy.
+func (l *Limiter) direct(ctx context.Context, key string, n int64) (strategy.Result, int64, error) {
+	var res strategy.Result
+	var err error
+	if n == 0 {
+		res, err = l.inner.Peek(ctx, key)
+	} else {
+		res, err = l.inner.AllowN(ctx, key, n)
+	}
+	return res, l.clock.Now().UnixNano(), err
+}
+
+// size returns the units of the next lease for a request of n at now (s
+// locked): the demand of the last lifetimes over half a lifetime (or what
+// is left of a fixed window), at least n, at most maxBlock (or n).
+func (l *Limiter) size(s *subject, now, n int64) int64 {
+	if s.mark != 0 {
+		// over at least a quarter lifetime: callers that queued behind
+		// one call are not a burst of demand
+		inst := float64(s.asked) / float64(max(now-s.mark, int64(l.life/4)))
+		if now-s.mark > int64(4*l.life) {
+			s.rate = inst // idle: forget what came before
+		} else {
+			s.rate = (s.rate + inst) / 2
+		}
+	}
+	s.asked, s.mark = 0, now
+	life := l.life
+	if s.windowEnd > now {
+		life = min(life, time.Duration(s.windowEnd-now)) // the fixed window's lease ends with it
+	}
+	// half the demand of a lifetime: the lease runs out about half-way, so
+	// that steady demand strands little when it ends
+	b := int64(math.Ceil(s.rate * float64(life) / 2))
+	if b > l.maxBlock {
+		b = l.maxBlock
+	}
+	return max(b, n)
+}
+
+// take leases b units of key, all or none. A block is never cut
+// down to what is left: under contention a process of small demand, which
+// asks for small blocks, passes before one whose large block must wait
+// (the fairness rule, see the package doc).
+func (l *Limiter) take(ctx context.Context, key string, b int64) (strategy.Result, int64, error) {
+	res, err := l.decide(ctx, key, b)
+	l.observe(Event{Op: OpTake, Units: b, Allowed: err == nil && res.Allowed, Err: err})
+	if err != nil || !res.Allowed {
+		return res, 0, err
+	}
+	l.stats.leases.Add(1)
+	l.stats.taken.Add(b)
+	return res, b, nil
+}
+
+// decide is one lease decision of b units by the rule.
+func (l *Limiter) decide(ctx context.Context, key string, b int64) (strategy.Result, error) {
+	switch l.rule {
+	case engine.LeaseAhead:
+		return l.ahead.AllowAhead(ctx, key, b, l.life)
+	}
+	return l.inner.AllowN(ctx, key, b)
+}
+
+// giveBack returns k units of an ended lease of key: refunded under the
+// bucket's rule, stranded under the others' (see the package doc).
+func (l *Limiter) giveBack(ctx context.Context, key string, k int64) {
+	if k <= 0 {
+		return
+	}
+	if l.rule != engine.LeaseBurst {
+		l.strand(k, nil)
+		return
+	}
+	if _, err := l.refund.RefundN(ctx, key, k); err != nil {
+		l.strand(k, err) // under-admission only
+		return
+	}
+	l.stats.returned.Add(k)
+	l.observe(Event{Op: OpGiveBack, Units: k})
+}
+
+// strand counts k leased units that were neither spent nor given back.
+func (l *Limiter) strand(k int64, err error) {
+	l.stats.stranded.Add(k)
+	l.observe(Event{Op: OpStrand, Units: k, Err: err})
+}
+
+// observe tells the observer of ev, if there is one.
+func (l *Limiter) observe(ev Event) {
+	if l.obs != nil {
+		l.obs(ev)
+	}
+}
+
+// sweeper gives back the leases that ended and forgets idle subjects, every
+// lifetime, until Close.
+func (l *Limiter) sweeper() {
+	defer l.swept.Done()
+	t := time.NewTicker(max(l.life, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.sweep()
+		}
+	}
+}
+
+// sweep gives back what ended leases hold and drops subjects idle for
+// four lifetimes.
+func (l *Limiter) sweep() {
+	now := l.clock.Now().UnixNano()
+	idle := int64(4 * l.life)
+	l.subjects.Range(func(k, v any) bool {
+		key, s := k.(string), v.(*subject)
+		s.mu.Lock()
+		var back int64
+		if s.fill == nil && now >= s.expires && s.left > 0 {
+			back, s.left = s.left, 0
+		}
+		if s.fill == nil && s.left == 0 && now-s.lastUse > idle && now >= s.denyUntil {
+			l.drop(key, s)
+		}
+		s.mu.Unlock()
+		if back > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			l.giveBack(ctx, key, back)
+			cancel()
+		}
+		return true
+	})
+}
+
+// Close stops the sweeper and gives back what every lease holds (under
+// the bucket's rule; see the package doc), under ctx. Decisions after
+// Close go to the wrapped strategy, one call each. It returns ctx's error
+// when ctx ended before every lease was given back.
+func (l *Limiter) Close(ctx context.Context) error {
+	if l.closed.Swap(true) || !l.leasing {
+		return nil
+	}
+	close(l.stop)
+	l.swept.Wait()
+	l.subjects.Range(func(k, v any) bool {
+		key, s := k.(string), v.(*subject)
+		s.mu.Lock()
+		back := s.left
+		s.left, s.expires = 0, 0
+		for s.fill != nil { // a lease being taken: wait for it
+			ch := s.fill
+			s.mu.Unlock()
+			<-ch
+			s.mu.Lock()
+			back += s.left
+			s.left, s.expires = 0, 0
+		}
+		s.dead = true
+		if l.subjects.CompareAndDelete(key, s) {
+			l.count.Add(-1)
+		}
+		s.mu.Unlock()
+		l.giveBack(ctx, key, back)
+		return true
+	})
+	return ctx.Err()
+}
+
+// HonoursContext reports whether every call returns by its context's
+// deadline or cancellation: whether the wrapped strategy does (see
+// strategy.ContextHonourer). A wait for another caller's lease honours
+// the caller's own context.
+func (l *Limiter) HonoursContext() bool {
+	h, ok := l.inner.(strategy.ContextHonourer)
+	return ok && h.HonoursContext()
+}

@@ -1,0 +1,199 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit/compactlog"
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/lease"
+	"github.com/ratekit/ratelimit/slidingcounter"
+	"github.com/ratekit/ratelimit/slidinglog"
+	"github.com/ratekit/ratelimit/strategy"
+	"github.com/ratekit/ratelimit/tokenbucket"
+)
+
+func mini(t *testing.T) *redis.Client {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func TestNewErrors(t *testing.T) {
+	rdb := mini(t)
+	lim := strategy.PerSecond(100)
+	cases := []struct {
+		name  string
+		build func(strategy.Limit) (strategy.Strategy, error)
+		opts  []lease.Option
+		want  error
+	}{
+		{"nil build", nil, nil, strategy.ErrInvalidOption},
+		{"compact log", func(l strategy.Limit) (strategy.Strategy, error) { return compactlog.New(rdb, l) }, nil, lease.ErrNoLease},
+		{"sliding counter", func(l strategy.Limit) (strategy.Strategy, error) { return slidingcounter.New(rdb, l) }, nil, lease.ErrNoLease},
+		{"the log's twin", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.NewLocal(l) }, nil, lease.ErrNoLease},
+		{"lifetime 0", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.New(rdb, l) }, []lease.Option{lease.WithLifetime(0)}, strategy.ErrInvalidOption},
+		{"share 0", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.New(rdb, l) }, []lease.Option{lease.WithShare(0)}, strategy.ErrInvalidOption},
+		{"max subjects 0", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.New(rdb, l) }, []lease.Option{lease.WithMaxSubjects(0)}, strategy.ErrInvalidOption},
+		{"invalid limit", func(l strategy.Limit) (strategy.Strategy, error) {
+			return slidinglog.New(rdb, strategy.Limit{Limit: -1, Window: time.Second})
+		}, nil, strategy.ErrInvalidLimit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := lease.New(lim, c.build, c.opts...)
+			if !errors.Is(err, c.want) {
+				t.Errorf("New: %v, want an error wrapping %v", err, c.want)
+			}
+			if l != nil {
+				l.Close(context.Background())
+			}
+		})
+	}
+}
+
+// bucket returns a leased token bucket of 1000/s on miniredis, on clock.
+func bucket(t *testing.T, clock *conformance.Clock, opts ...lease.Option) *lease.Limiter {
+	t.Helper()
+	rdb := mini(t)
+	l, err := lease.New(strategy.PerSecond(1000), func(lim strategy.Limit) (strategy.Strategy, error) {
+		return tokenbucket.New(rdb, lim, strategy.WithClock(clock))
+	}, append([]lease.Option{lease.WithClock(clock)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	return l
+}
+
+// TestCloseGivesBack: Close returns what the bucket's leases hold, so the
+// bucket is left as if only the spent units had been taken.
+func TestCloseGivesBack(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock)
+	ctx := context.Background()
+	for range 100 {
+		if res, err := l.AllowN(ctx, "k", 1); err != nil || !res.Allowed {
+			t.Fatalf("AllowN = %+v, %v", res, err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.Taken-st.Returned != 100 || st.Stranded != 0 {
+		t.Errorf("after Close: %+v; want taken - returned = the 100 spent, nothing stranded", st)
+	}
+	// the bucket's burst is 1000 less one lifetime's (20ms) refill, 20
+	res, err := l.Peek(ctx, "k")
+	if err != nil || res.Remaining != 980-100 {
+		t.Errorf("Peek after Close = %+v, %v; want 880 remaining", res, err)
+	}
+	// after Close, decisions go to the strategy, one call each
+	before := l.Stats()
+	if res, err := l.AllowN(ctx, "k", 1); err != nil || !res.Allowed || l.Stats().Local != before.Local {
+		t.Errorf("AllowN after Close = %+v, %v, %+v; want allowed by the strategy", res, err, l.Stats())
+	}
+}
+
+// TestIdleGivesBack: when demand stops, the sweeper gives the lease back.
+func TestIdleGivesBack(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock)
+	ctx := context.Background()
+	for range 100 {
+		l.AllowN(ctx, "k", 1)
+	}
+	if st := l.Stats(); st.Taken == 100 {
+		t.Fatalf("%+v: the leases hold nothing unspent; the test needs some", st)
+	}
+	clock.Advance(time.Second) // the lease ended long ago
+	for i := 0; l.Stats().Returned == 0; i++ {
+		if i == 500 {
+			t.Fatalf("the sweeper gave nothing back: %+v", l.Stats())
+		}
+		time.Sleep(10 * time.Millisecond) // the sweeper runs every lifetime of real time
+	}
+	if st := l.Stats(); st.Taken-st.Returned != 100 {
+		t.Errorf("%+v: want taken - returned = the 100 spent", st)
+	}
+}
+
+// TestMaxSubjects: beyond WithMaxSubjects, a subject is decided by the
+// strategy, one call per decision.
+func TestMaxSubjects(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock, lease.WithMaxSubjects(2))
+	ctx := context.Background()
+	for _, k := range []string{"a", "b"} {
+		for range 50 {
+			l.AllowN(ctx, k, 1)
+		}
+	}
+	before := l.Stats()
+	if before.Local == 0 {
+		t.Fatalf("%+v: no decision in process", before)
+	}
+	for range 50 {
+		if res, err := l.AllowN(ctx, "c", 1); err != nil || !res.Allowed {
+			t.Fatalf("AllowN(c) = %+v, %v", res, err)
+		}
+	}
+	if after := l.Stats(); after.Local != before.Local || after.Leases != before.Leases {
+		t.Errorf("a third subject leased: %+v, before %+v", after, before)
+	}
+}
+
+// TestInvalidInput: invalid keys and costs are errors and touch nothing.
+func TestInvalidInput(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock)
+	ctx := context.Background()
+	if _, err := l.AllowN(ctx, "", 1); !errors.Is(err, strategy.ErrInvalidKey) {
+		t.Errorf("AllowN(\"\") = %v, want ErrInvalidKey", err)
+	}
+	if _, err := l.AllowN(ctx, "k", -1); err == nil {
+		t.Error("AllowN(-1): no error")
+	}
+	if st := l.Stats(); st.Leases != 0 {
+		t.Errorf("invalid input leased: %+v", st)
+	}
+}
+
+// TestObserver: every lease taken and every unit given back or stranded
+// is an event, and the events add up to Stats.
+func TestObserver(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	var mu sync.Mutex
+	sums := map[lease.Op]int64{}
+	l := bucket(t, clock, lease.WithObserver(func(ev lease.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Op != lease.OpTake || ev.Allowed {
+			sums[ev.Op] += ev.Units
+		}
+	}))
+	ctx := context.Background()
+	for range 100 {
+		l.AllowN(ctx, "k", 1)
+	}
+	clock.Advance(time.Second)
+	for range 10 {
+		l.AllowN(ctx, "k", 1) // the ended lease goes back first
+	}
+	l.Close(ctx)
+	st := l.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if sums[lease.OpTake] != st.Taken || sums[lease.OpGiveBack] != st.Returned || sums[lease.OpStrand] != st.Stranded || st.Returned == 0 {
+		t.Errorf("events %v, stats %+v: want the same sums, something given back", sums, st)
+	}
+}
