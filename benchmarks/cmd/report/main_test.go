@@ -112,6 +112,24 @@ func checkCommon(t *testing.T, r report.Report) map[string]report.Row {
 			t.Errorf("fixed_window boundary-burst precision %.3f, want about 2 (limit just before and just after a boundary)", p)
 		}
 	}
+	// a leased row keeps its algorithm's bound: never more in a window
+	// than the same algorithm decided call by call
+	for _, lt := range targets.LeasedTargets() {
+		rw, ok := rows[lt.Name]
+		direct := rows[lt.Algorithm]
+		if !ok || rw.Error != "" {
+			t.Errorf("leased row %q missing or failed: %+v", lt.Name, rw.Error)
+			continue
+		}
+		if rw.PrecisionBoundary == nil || rw.PrecisionBurstSteady == nil || direct.PrecisionBoundary == nil || direct.PrecisionBurstSteady == nil {
+			t.Errorf("row %q: precision not measured: %s", lt.Name, rw.PrecisionNote)
+			continue
+		}
+		if *rw.PrecisionBoundary > *direct.PrecisionBoundary+0.005 || *rw.PrecisionBurstSteady > *direct.PrecisionBurstSteady+0.005 {
+			t.Errorf("row %q: precision %.3f, %.3f above %s's %.3f, %.3f: leasing let more through than the algorithm's bound",
+				lt.Name, *rw.PrecisionBoundary, *rw.PrecisionBurstSteady, lt.Algorithm, *direct.PrecisionBoundary, *direct.PrecisionBurstSteady)
+		}
+	}
 	for _, name := range []string{"peer:redis_rate gcra", "peer:ulule fixed_window", "peer:mennanov sliding_window", "peer:mennanov token_bucket"} {
 		if _, ok := rows[name]; !ok {
 			t.Errorf("peer row %q missing (a peer that does not work must still show, with n/a)", name)

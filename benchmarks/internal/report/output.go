@@ -247,7 +247,7 @@ func (r *Report) writeCost(w io.Writer) {
 		if !r.Precise && len(rw.Speed) == 0 {
 			continue
 		}
-		if r.Precise && rw.Kind != "ours" && rw.Kind != "peer" {
+		if r.Precise && rw.Kind != "ours" && rw.Kind != "peer" && rw.Kind != "leased" {
 			continue // the floor and the facade have no precision of their own
 		}
 		local, allocs := "-", "-"
@@ -260,7 +260,7 @@ func (r *Report) writeCost(w io.Writer) {
 		if rw.Kind == "floor" && rw.BytesAfterLimit != nil {
 			b10, bl = bytesStr(rw.BytesAfter10), bytesStr(rw.BytesAfterLimit)
 		}
-		if rw.Kind == "ours" || rw.Kind == "peer" {
+		if rw.Kind == "ours" || rw.Kind == "peer" || rw.Kind == "leased" {
 			pb, ps = times(rw.PrecisionBoundary), times(rw.PrecisionBurstSteady)
 			b10, bl = bytesStr(rw.BytesAfter10), bytesStr(rw.BytesAfterLimit)
 		}

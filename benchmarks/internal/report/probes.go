@@ -273,6 +273,7 @@ func precisionOnce(ctx context.Context, t targets.Target, lim strategy.Limit, ev
 	if err != nil {
 		return 0, err
 	}
+	defer closeDecider(d)
 	var allowed []event
 	last := event(0)
 	for _, ev := range evs {

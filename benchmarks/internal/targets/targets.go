@@ -53,6 +53,7 @@ const (
 	Ours   Kind = "ours"
 	Facade Kind = "facade" // one of ours through the facade's Limiter
 	Peer   Kind = "peer"
+	Leased Kind = "leased" // one of ours through a lease.Limiter
 	// Batched is the floor, one of ours or the facade sent through a
 	// client that shares pipelines (Env.Batch, Env.AutoPipe).
 	Batched Kind = "batched"
@@ -99,8 +100,8 @@ type Target struct {
 }
 
 // All returns the floor, then ours in strategy.Algorithms() order, then
-// one algorithm through the facade (fixed_window when registered), then the
-// peers when peers is true.
+// one algorithm through the facade (fixed_window when registered), the
+// batched and the leased rows, then the peers when peers is true.
 func All(peers bool) []Target {
 	ts := append([]Target{FloorTarget()}, OursTargets()...)
 	algs := strategy.Algorithms()
@@ -110,6 +111,7 @@ func All(peers bool) []Target {
 	}
 	ts = append(ts, FacadeTarget(fa))
 	ts = append(ts, BatchedTargets(fa)...)
+	ts = append(ts, LeasedTargets()...)
 	if peers {
 		ts = append(ts, Peers()...)
 		ts = append(ts, RueidisTargets()...)
