@@ -53,6 +53,9 @@ func (r *Redis[P, S]) Init(spec *Spec[P, S], rdb redis.Scripter, lim strategy.Li
 	if err != nil {
 		return err
 	}
+	if err := CheckDurable(spec.Name, rdb, o.Options); err != nil {
+		return err
+	}
 	if !spec.Burst {
 		lim.Burst = 0
 	}
@@ -183,8 +186,30 @@ func (r *Redis[P, S]) Plan(q Req) (Call, error) {
 		c.Args = r.spec.Args(p, &r.own, 0, now)
 	default:
 		c.Args = r.spec.Args(p, &r.own, q.N, now)
+		if q.N > 0 { // a peek records nothing: no WAIT
+			c.Replicas, c.ReplicaTimeout = r.opts.Replicas, r.opts.ReplicaTimeout
+		}
 	}
 	return c, nil
+}
+
+// CheckDurable reports an error naming the option when o asks for the
+// durability mode (strategy.WithReplicas) and rdb cannot send a WAIT in
+// the pipeline of a script call: it must be a Submitter (batch.Client) or
+// a Sender (a *redis.Client, *redis.ClusterClient or *redis.Ring, or a type
+// embedding one).
+func CheckDurable(name string, rdb redis.Scripter, o strategy.Options) error {
+	if o.Replicas <= 0 {
+		return nil
+	}
+	if _, ok := rdb.(Submitter); ok {
+		return nil
+	}
+	if _, ok := rdb.(Sender); ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: WithReplicas needs a client that pipelines (a *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client), got %T",
+		strategy.ErrInvalidOption, name, rdb)
 }
 
 // HonoursContext reports whether every call on rdb returns by its

@@ -1,0 +1,107 @@
+package testredis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Pair is a primary and one replica of it, on loopback ports: the smallest
+// topology a durable decision (WAIT) can be tested on. Start one with
+// StartPair or StartPairProcess.
+type Pair struct {
+	Primary, Replica *Server
+}
+
+// StartPair starts a Pair (see StartPairProcess) stopped when t ends. A
+// missing redis-server fails t under CI.
+func StartPair(t testing.TB) *Pair {
+	t.Helper()
+	p, err := StartPairProcess()
+	if err != nil {
+		fatal(t, err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// StartPairProcess starts a primary and a replica of it (--replicaof,
+// diskless sync without delay) and waits, 30 s at most, until the replica
+// is in sync. The caller must Close it.
+func StartPairProcess() (*Pair, error) {
+	sync := []string{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"}
+	primary, err := StartProcess(sync...)
+	if err != nil {
+		return nil, fmt.Errorf("start the primary: %w", err)
+	}
+	replica, err := StartProcess(append(sync, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))...)
+	if err != nil {
+		primary.Close()
+		return nil, fmt.Errorf("start the replica: %w", err)
+	}
+	p := &Pair{Primary: primary, Replica: replica}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := WaitInSync(ctx, replica.Addr); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close stops both servers and removes their directories.
+func (p *Pair) Close() {
+	p.Replica.Close()
+	p.Primary.Close()
+}
+
+// WaitInSync polls the replica at addr until its link to its primary is up
+// (master_link_status:up), or ctx ends.
+func WaitInSync(ctx context.Context, addr string) error {
+	for {
+		info, err := serverInfo(ctx, addr, "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replica %s not in sync: %w (last: %v)", addr, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// InfoField returns one field of a section of INFO of the server at addr
+// ("replication", "master_repl_offset"; "commandstats", "cmdstat_wait"),
+// or "" when INFO has no such field.
+func InfoField(ctx context.Context, addr, section, field string) (string, error) {
+	info, err := serverInfo(ctx, addr, section)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// Calls returns how many times the server at addr ran the command cmd
+// ("wait", "evalsha"), from INFO commandstats.
+func Calls(ctx context.Context, addr, cmd string) (int64, error) {
+	v, err := InfoField(ctx, addr, "commandstats", "cmdstat_"+strings.ToLower(cmd))
+	if err != nil || v == "" {
+		return 0, err
+	}
+	// calls=3,usec=...
+	for _, kv := range strings.Split(v, ",") {
+		if n, ok := strings.CutPrefix(kv, "calls="); ok {
+			return strconv.ParseInt(n, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO commandstats of %s: no calls in %q", cmd, v)
+}
