@@ -3,6 +3,8 @@ package testredis
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,4 +106,17 @@ func Calls(ctx context.Context, addr, cmd string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("INFO commandstats of %s: no calls in %q", cmd, v)
+}
+
+// RestartAsReplicaOf kills the server and starts it again on the same
+// port as a replica of the server at addr (an old primary coming back
+// after a failover), with an empty dataset; it syncs from addr.
+func (s *Server) RestartAsReplicaOf(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	s.Stop()
+	s.args = append(slices.Clone(s.args), "--replicaof", host, port)
+	return s.Restart()
 }
