@@ -54,6 +54,27 @@ func StartPairProcess() (*Pair, error) {
 	return p, nil
 }
 
+var (
+	sharedPair    *Pair
+	sharedPairErr error
+)
+
+// SharedPair returns one Pair shared by the tests of this test binary,
+// started on first use and stopped by Main. Tests sharing it must use keys
+// of their own (see Prefix).
+func SharedPair(t testing.TB) *Pair {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedPair == nil && sharedPairErr == nil {
+		sharedPair, sharedPairErr = StartPairProcess()
+	}
+	if sharedPairErr != nil {
+		fatal(t, sharedPairErr)
+	}
+	return sharedPair
+}
+
 // Close stops both servers and removes their directories.
 func (p *Pair) Close() {
 	p.Replica.Close()
