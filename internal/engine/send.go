@@ -166,15 +166,17 @@ func waitOf(cs []*Call, idx []int) wait {
 
 // sendPerNode sends the calls idx of cs, some durable, through t.Node, a
 // cluster client or a Ring: to each node the calls of its keys, in one
-// pipeline with their WAIT.
+// pipeline with their WAIT. It sends copies of the calls and copies their
+// outcomes back, so that no pointer of cs is kept: Send's callers keep
+// their Calls on the stack.
 func sendPerNode(ctx context.Context, t Target, cs []*Call, idx []int) {
 	load := t.Load
 	if load == nil {
 		load, _ = t.Node.(redis.Scripter)
 	}
 	type part struct {
-		calls []*Call
-		at    []int // the index in cs of each call
+		calls []*Call // copies
+		at    []int   // the index in cs of each call
 	}
 	var nodes []*redis.Client
 	parts := map[*redis.Client]*part{}
@@ -202,7 +204,8 @@ func sendPerNode(ctx context.Context, t Target, cs []*Call, idx []int) {
 			parts[node] = p
 			nodes = append(nodes, node)
 		}
-		p.calls, p.at = append(p.calls, c), append(p.at, i)
+		cp := *c
+		p.calls, p.at = append(p.calls, &cp), append(p.at, i)
 	}
 	for _, node := range nodes {
 		p := parts[node]
@@ -214,6 +217,9 @@ func sendPerNode(ctx context.Context, t Target, cs []*Call, idx []int) {
 			sub.Live = func(j int) bool { return t.Live(p.at[j]) }
 		}
 		Send(ctx, sub, p.calls)
+		for j, i := range p.at {
+			*cs[i] = *p.calls[j]
+		}
 	}
 }
 
