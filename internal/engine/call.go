@@ -133,10 +133,6 @@ func Run(ctx context.Context, rdb redis.Scripter, c Call) Call {
 
 // runDurable sends the durable call c, and WAIT after it, in a pipeline
 // on rdb (with Send: on a cluster or a Ring, to the node of c's keys).
-// Not inlined: its c escapes, and inlined into Run (and Run into its
-// callers) it would move every caller's Call to the heap.
-//
-//go:noinline
 func runDurable(ctx context.Context, rdb redis.Scripter, c Call) Call {
 	p, ok := rdb.(Sender)
 	if !ok {
