@@ -110,6 +110,13 @@ func (c *ReplicatedCluster) waitReplica(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	key, err := keyOn(ctx, c.Nodes[i].Addr, c.Slots[i])
+	if err != nil {
+		return err
+	}
+	if err := WaitAcked(ctx, c.Nodes[i].Addr, key); err != nil {
+		return err
+	}
 	for _, n := range c.all() {
 		for {
 			err := listsReplica(ctx, n.Addr, id)
@@ -172,6 +179,23 @@ func (c *ReplicatedCluster) Failover(ctx context.Context, i int) error {
 		}
 	}
 	return c.waitReplica(ctx, i)
+}
+
+// keyOn returns a key of the slot range r (CLUSTER KEYSLOT, asked of the
+// node at addr).
+func keyOn(ctx context.Context, addr string, r [2]int) (string, error) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer cl.Close()
+	for j := 0; ; j++ {
+		key := "testredis:acked:" + strconv.Itoa(j)
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			return "", err
+		}
+		if int(slot) >= r[0] && int(slot) <= r[1] {
+			return key, nil
+		}
+	}
 }
 
 // do sends one command to the server at addr.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Pair is a primary and one replica of it, on loopback ports: the smallest
@@ -47,7 +49,10 @@ func StartPairProcess() (*Pair, error) {
 	p := &Pair{Primary: primary, Replica: replica}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := WaitInSync(ctx, replica.Addr); err != nil {
+	if err := WaitInSync(ctx, replica.Addr); err == nil {
+		err = WaitAcked(ctx, primary.Addr, "testredis:acked")
+	}
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -82,17 +87,75 @@ func (p *Pair) Close() {
 }
 
 // WaitInSync polls the replica at addr until its link to its primary is up
-// (master_link_status:up), or ctx ends.
+// (master_link_status:up) and its primary lists it online (after a
+// diskless sync, only once the replica acknowledged; until then WAIT does
+// not count it), or ctx ends.
 func WaitInSync(ctx context.Context, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
 	for {
-		info, err := serverInfo(ctx, addr, "replication")
-		if err == nil && strings.Contains(info, "master_link_status:up") {
+		err = inSync(ctx, addr, port)
+		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("replica %s not in sync: %w (last: %v)", addr, ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func inSync(ctx context.Context, addr, port string) error {
+	info, err := serverInfo(ctx, addr, "replication")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "master_link_status:up") {
+		return fmt.Errorf("link to its primary not up")
+	}
+	var host, mport string
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "master_host:"); ok {
+			host = v
+		}
+		if v, ok := strings.CutPrefix(line, "master_port:"); ok {
+			mport = v
+		}
+	}
+	pinfo, err := serverInfo(ctx, net.JoinHostPort(host, mport), "replication")
+	if err != nil {
+		return fmt.Errorf("its primary %s:%s: %w", host, mport, err)
+	}
+	for _, line := range strings.Split(pinfo, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "port="+port+",") && strings.Contains(line, "state=online") {
+			return nil
+		}
+	}
+	return fmt.Errorf("its primary %s:%s does not list it online yet", host, mport)
+}
+
+// WaitAcked writes key on the primary at addr and waits (WAIT 1) until a
+// replica acknowledges it, again until one does or ctx ends. A replica
+// that has just synced answers its first WAITs only after up to a second
+// (measured on Redis 7.0): a test of durable decisions starts after it.
+func WaitAcked(ctx context.Context, addr, key string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	for {
+		err := c.Set(ctx, key, "1", time.Minute).Err()
+		var n int64
+		if err == nil {
+			n, err = c.Wait(ctx, 1, 200*time.Millisecond).Result()
+		}
+		if err == nil && n >= 1 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("no replica of %s acknowledged a write: %w (last: %d, %v)", addr, ctx.Err(), n, err)
 		}
 	}
 }
