@@ -49,7 +49,8 @@ func StartPairProcess() (*Pair, error) {
 	p := &Pair{Primary: primary, Replica: replica}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := WaitInSync(ctx, replica.Addr); err == nil {
+	err = WaitInSync(ctx, replica.Addr)
+	if err == nil {
 		err = WaitAcked(ctx, primary.Addr, "testredis:acked")
 	}
 	if err != nil {
