@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/breaker"
 	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/strategy"
 )
@@ -76,7 +77,7 @@ func TestDurableConfig(t *testing.T) {
 // returns once the replica holds its write (read there right after);
 // with the replica paused (SIGSTOP), durable decisions follow the failure
 // policy (FailClosed) within bounds, a cause wrapping ErrNotReplicated,
-// while Peek and a limiter without the durability mode still get Redis's
+// and count for the breaker, while Peek and a limiter without the durability mode still get Redis's
 // decisions; a caller's deadline shorter than the wait is the caller's
 // error. Direct and batched.
 func TestDurableReplica(t *testing.T) {
@@ -169,6 +170,18 @@ func TestDurableReplica(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, strategy.ErrBackend) {
 			t.Errorf("%s: durable Allow under a deadline shorter than the wait = %+v, %v; want the caller's deadline, not a backend error", r.name, res, err)
 		}
+		// The breaker counts them: within its failures (5) it opens.
+		open := false
+		for i := 0; i < 2*breaker.DefaultFailures && !open; i++ {
+			if _, err := r.durable.Allow(ctx, "breaker"); err != nil {
+				t.Fatal(err)
+			}
+			open = r.causes.is(breaker.ErrOpen)
+		}
+		if !open {
+			t.Errorf("%s: %d more unreplicated decisions and the breaker is still closed: they are not counted as failures (causes: %v)",
+				r.name, 2*breaker.DefaultFailures, r.causes.all())
+		}
 	}
 }
 
@@ -196,6 +209,17 @@ func (c *causes) notReplicated() int {
 		}
 	}
 	return n
+}
+
+func (c *causes) is(target error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, err := range c.c {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *causes) all() []error {
