@@ -36,14 +36,18 @@ const (
 	failoverRecover = time.Minute
 	failoverWorkers = 2                     // per limiter
 	failoverPause   = 10 * time.Millisecond // between a worker's decisions
+	// failoverReplicaTimeout is the durable limiters' ReplicaTimeout.
+	failoverReplicaTimeout = 100 * time.Millisecond
+	failoverCold           = 32 // cold subjects: each stays below the limit
 )
 
 // failoverRun is one limiter under load: an algorithm, direct or batched.
 type failoverRun struct {
-	name string
-	l    *ratelimit.Limiter
-	mu   sync.Mutex
-	out  []failoverSample
+	name    string
+	durable bool // Config.Replicas 1
+	l       *ratelimit.Limiter
+	mu      sync.Mutex
+	out     []failoverSample
 }
 
 type failoverSample struct {
@@ -64,35 +68,62 @@ type failoverSample struct {
 // stuck, that no degraded decision is allowed, and that decisions are
 // Redis's again within failoverRecover.
 //
+// Each limiter runs twice: as is, and in the durability mode (Replicas 1).
+// Once the replica is promoted, the old primary comes back as its replica
+// (restarted empty, it syncs), without which no durable decision can be
+// acknowledged. At the end, the units each subject holds on the new
+// primary (Peek) are compared with the units the limiter allowed: those
+// missing were lost in the failover, let through twice. The durable
+// limiters must lose none and let no subject above its limit.
+//
 // All limiters share one failover: Sentinel will not fail the same master
 // over again within twice its failover-timeout, so a failover per
 // algorithm would take minutes. Each has its own prefix.
-func TestSentinelFailover(t *testing.T) {
+func TestSentinelFailover(t *testing.T) { testSentinelFailover(t, false) }
+
+// TestSentinelFailoverLagging is TestSentinelFailover with the replica
+// behind when the primary dies: it is paused (SIGSTOP) and its link cut
+// (CLIENT KILL TYPE replica) half a second before the kill, and resumed
+// after it, so the writes of that half second are lost. Limiters without
+// the durability mode let through again the units they had allowed then
+// (asserted: the measure sees it); durable ones acknowledged none of them
+// (their decisions followed the failure policy) and lose nothing.
+func TestSentinelFailoverLagging(t *testing.T) { testSentinelFailover(t, true) }
+
+func testSentinelFailover(t *testing.T, lagging bool) {
 	s := testredis.StartSentinel(t)
 	fc := s.Client(t)
 	ctx := context.Background()
 	prefix := testredis.Prefix(t)
 
 	var runs []*failoverRun
-	for _, batched := range []bool{false, true} {
-		for _, a := range strategy.Algorithms() {
-			var sc redis.Scripter = fc
-			mode := "direct"
-			if batched {
-				bc, err := batch.New(fc)
-				if err != nil {
-					t.Fatal(err)
+	for _, durable := range []bool{false, true} {
+		for _, batched := range []bool{false, true} {
+			for _, a := range strategy.Algorithms() {
+				var sc redis.Scripter = fc
+				mode := "direct"
+				if batched {
+					bc, err := batch.New(fc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { bc.Close() })
+					sc, mode = bc, "batched"
 				}
-				t.Cleanup(func() { bc.Close() })
-				sc, mode = bc, "batched"
+				name := string(a) + "/" + mode
+				cfg := ratelimit.Config{Algorithm: a, Limit: failoverLimit, Window: failoverWindow,
+					OnFailure: ratelimit.FailClosed, Timeout: failoverTimeout}
+				if durable {
+					name += "/durable"
+					cfg.Replicas, cfg.ReplicaTimeout = 1, failoverReplicaTimeout
+				}
+				cfg.Prefix = prefix + name + ":"
+				l, err := ratelimit.New(sc, cfg)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				runs = append(runs, &failoverRun{name: name, durable: durable, l: l})
 			}
-			name := string(a) + "/" + mode
-			l, err := ratelimit.New(sc, ratelimit.Config{Algorithm: a, Limit: failoverLimit, Window: failoverWindow,
-				Prefix: prefix + name + ":", OnFailure: ratelimit.FailClosed, Timeout: failoverTimeout})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			runs = append(runs, &failoverRun{name: name, l: l})
 		}
 	}
 	// Warm up: each script is cached on the primary and decides.
@@ -101,6 +132,9 @@ func TestSentinelFailover(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); {
 			r, err := run.l.Allow(ctx, "warm-up")
 			ok = err == nil && !r.Degraded
+			if ok {
+				run.out = append(run.out, failoverSample{key: "warm-up", r: r})
+			}
 		}
 		if !ok {
 			t.Fatalf("%s: no decision by Redis before the failover", run.name)
@@ -123,7 +157,7 @@ func TestSentinelFailover(t *testing.T) {
 					sm := failoverSample{hot: rng.IntN(2) == 0}
 					sm.key = "hot"
 					if !sm.hot {
-						sm.key = fmt.Sprint("cold", rng.IntN(32))
+						sm.key = fmt.Sprint("cold", rng.IntN(failoverCold))
 					}
 					cctx, cancel := context.WithTimeout(ctx, failoverTimeout+failoverSlack)
 					sm.start = time.Now()
@@ -154,8 +188,22 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	defer stopLoad()
 
-	time.Sleep(time.Second) // steady load; the hot subject reaches its limit
 	old := s.Servers[0]
+	if lagging {
+		time.Sleep(time.Second / 2) // steady load; the hot subject halfway to its limit
+		if err := s.Servers[1].Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		pc := redis.NewClient(&redis.Options{Addr: old.Addr, MaxRetries: -1})
+		err := pc.ClientKillByFilter(ctx, "TYPE", "replica").Err()
+		pc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second / 2) // writes the replica will never see
+	} else {
+		time.Sleep(time.Second) // steady load; the hot subject reaches its limit
+	}
 	tKill := time.Now()
 	if err := old.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -166,6 +214,11 @@ func TestSentinelFailover(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	tDead := time.Now()
+	if lagging {
+		if err := s.Servers[1].Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
 	newAddr, err := s.WaitNewPrimary(ctx, old.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +227,17 @@ func TestSentinelFailover(t *testing.T) {
 	if newAddr != s.Servers[1].Addr {
 		t.Fatalf("new primary %s, want the replica %s", newAddr, s.Servers[1].Addr)
 	}
+	// The old primary comes back, empty, as the new one's replica: the
+	// durable limiters need one.
+	if err := old.RestartAsReplicaOf(newAddr); err != nil {
+		t.Fatal(err)
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, failoverRecover)
+	defer cancel()
+	if err := testredis.WaitInSync(syncCtx, old.Addr); err != nil {
+		t.Fatal(err)
+	}
+	tSynced := time.Now()
 
 	// Liveness: every limiter decides by Redis again.
 	recovered := func(run *failoverRun) bool {
@@ -190,15 +254,16 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	time.Sleep(time.Second) // and stay Redis's
 	stopLoad()
-	t.Logf("primary killed; dead after %v; Sentinels report %s as the primary %v after the kill",
-		tDead.Sub(tKill).Round(time.Millisecond), newAddr, tPromoted.Sub(tKill).Round(time.Millisecond))
+	t.Logf("primary killed; dead after %v; Sentinels report %s as the primary %v after the kill; the old primary in sync as its replica %v after the kill",
+		tDead.Sub(tKill).Round(time.Millisecond), newAddr, tPromoted.Sub(tKill).Round(time.Millisecond), tSynced.Sub(tKill).Round(time.Millisecond))
 
 	var table []string
+	lostPlain := 0 // by the limiters without the durability mode
 	for _, run := range runs {
 		var (
 			total, degraded, hotAllowed, aboveCold, stuck, errs int
 			slowest, lastDegraded                               time.Duration
-			coldAllowed                                         = map[string]int{}
+			allowed                                             = map[string]int{} // by Redis, per subject
 		)
 		for _, sm := range run.out {
 			total++
@@ -221,16 +286,33 @@ func TestSentinelFailover(t *testing.T) {
 				}
 				continue
 			}
-			switch {
-			case !sm.r.Allowed:
-			case sm.hot:
+			if !sm.r.Allowed {
+				continue
+			}
+			allowed[sm.key]++
+			if sm.hot {
 				hotAllowed++
-			case strings.HasPrefix(sm.key, "cold"):
-				coldAllowed[sm.key]++
 			}
 		}
-		for _, n := range coldAllowed {
-			aboveCold += max(0, n-failoverLimit)
+		// Lost: units allowed that the new primary does not hold.
+		lost := 0
+		for key, n := range allowed {
+			if strings.HasPrefix(key, "cold") {
+				aboveCold += max(0, n-failoverLimit)
+			}
+			r, err := run.l.Peek(ctx, key)
+			if err != nil || r.Degraded {
+				t.Errorf("%s: Peek(%q) after the failover: %+v, %v", run.name, key, r, err)
+				continue
+			}
+			lost += max(0, n-int(r.Limit-r.Remaining))
+		}
+		if !run.durable {
+			lostPlain += lost
+		}
+		if run.durable && (lost > 0 || aboveCold > 0 || hotAllowed > failoverLimit) {
+			t.Errorf("%s: durable, the replica in sync: %d units lost in the failover, hot subject allowed %d (limit %d), cold subjects %d above; want none lost, none above",
+				run.name, lost, hotAllowed, failoverLimit, aboveCold)
 		}
 		if stuck > 0 {
 			t.Errorf("%s: %d calls returned only when their context ended, %v after they began: stuck", run.name, stuck, failoverTimeout+failoverSlack)
@@ -240,12 +322,16 @@ func TestSentinelFailover(t *testing.T) {
 			t.Errorf("%s: no decision by Redis within %v of the kill", run.name, failoverRecover)
 			continue
 		}
-		table = append(table, fmt.Sprintf("%-24s %9v %13v %9d %6d %11s %10d %8v", run.name, first.Sub(tKill).Round(10*time.Millisecond),
-			lastDegraded.Round(10*time.Millisecond), degraded, total, fmt.Sprintf("%d (%+d)", hotAllowed, hotAllowed-failoverLimit), aboveCold, slowest.Round(time.Millisecond)))
+		table = append(table, fmt.Sprintf("%-32s %9v %13v %9d %6d %11s %10d %5d %8v", run.name, first.Sub(tKill).Round(10*time.Millisecond),
+			lastDegraded.Round(10*time.Millisecond), degraded, total, fmt.Sprintf("%d (%+d)", hotAllowed, hotAllowed-failoverLimit), aboveCold, lost, slowest.Round(time.Millisecond)))
 	}
 	sort.Strings(table)
-	t.Logf("per limiter (FailClosed, limit %d per %v, Timeout %v), times after the kill:\n%-24s %9s %13s %9s %6s %11s %10s %8s\n%s", failoverLimit, failoverWindow, failoverTimeout,
-		"limiter", "recovered", "last degraded", "degraded", "total", "hot allowed", "cold above", "slowest", strings.Join(table, "\n"))
+	if lagging && lostPlain == 0 {
+		t.Errorf("the replica lagged by half a second of writes, yet the limiters without the durability mode lost no unit: the measure is blind")
+	}
+	t.Logf("lagging replica: %v; per limiter (FailClosed, limit %d per %v, Timeout %v, durable: Replicas 1, ReplicaTimeout %v), times after the kill:\n%-32s %9s %13s %9s %6s %11s %10s %5s %8s\n%s",
+		lagging, failoverLimit, failoverWindow, failoverTimeout, failoverReplicaTimeout,
+		"limiter", "recovered", "last degraded", "degraded", "total", "hot allowed", "cold above", "lost", "slowest", strings.Join(table, "\n"))
 }
 
 // firstRedis returns the start of the first decision made by Redis that

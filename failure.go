@@ -98,6 +98,9 @@ func checkFailure(cfg Config, wrapped bool) error {
 			return fmt.Sprintf("%s must be <= %s, got %s", name("Timeout"), maxTimeout, timeout)
 		})
 	}
+	if err := checkReplicas(cfg); err != nil {
+		return err
+	}
 	if !wrapped {
 		return nil
 	}
@@ -108,6 +111,7 @@ func checkFailure(cfg Config, wrapped bool) error {
 		{"Algorithm", cfg.Algorithm != ""}, {"Limit", cfg.Limit != 0}, {"Window", cfg.Window != 0},
 		{"Burst", cfg.Burst != 0}, {"Shards", cfg.Shards != 0}, {"Prefix", cfg.Prefix != ""},
 		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0}, {"MaxSubjects", cfg.MaxSubjects != 0},
+		{"Replicas", cfg.Replicas != 0}, {"ReplicaTimeout", cfg.ReplicaTimeout != 0},
 	} {
 		if f.set {
 			field := f.name
@@ -115,6 +119,39 @@ func checkFailure(cfg Config, wrapped bool) error {
 				return "Wrap: " + name(field) + " must be zero: the strategy given is what is enforced"
 			})
 		}
+	}
+	return nil
+}
+
+// checkReplicas validates the durability mode of cfg: Replicas >= 0, and
+// with Replicas > 0 a ReplicaTimeout > 0 below the Timeout in force (which
+// would end the WAIT first); without, no ReplicaTimeout.
+func checkReplicas(cfg Config) error {
+	invalid := func(field string, text func(name func(string) string) string) error {
+		return newFieldError(strategy.ErrInvalidOption, field, jsonName(field), text)
+	}
+	n, wait := cfg.Replicas, cfg.ReplicaTimeout
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = defaultTimeout
+	}
+	switch {
+	case n < 0:
+		return invalid("Replicas", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be >= 0 (0: no durability mode), got %d", name("Replicas"), n)
+		})
+	case n == 0 && wait != 0:
+		return invalid("ReplicaTimeout", func(name func(string) string) string {
+			return fmt.Sprintf("%s needs %s > 0, got %s with %s 0", name("ReplicaTimeout"), name("Replicas"), wait, name("Replicas"))
+		})
+	case n > 0 && wait <= 0:
+		return invalid("ReplicaTimeout", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be > 0 with %s %d, got %s", name("ReplicaTimeout"), name("Replicas"), n, wait)
+		})
+	case n > 0 && wait >= timeout:
+		return invalid("ReplicaTimeout", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be below %s (%s), got %s", name("ReplicaTimeout"), name("Timeout"), timeout, wait)
+		})
 	}
 	return nil
 }

@@ -260,6 +260,9 @@ type policyDoc struct {
 	Timeout     duration           `json:"timeout,omitzero"`
 	MaxSubjects int                `json:"max_subjects,omitempty"`
 	Candidate   *policyDoc         `json:"candidate,omitempty"`
+
+	Replicas       int      `json:"replicas,omitempty"`
+	ReplicaTimeout duration `json:"replica_timeout,omitzero"`
 }
 
 // ruleDoc is one rule of "rules".
@@ -297,7 +300,7 @@ func docOf(c Config) *policyDoc {
 	d := &policyDoc{Algorithm: string(c.Algorithm), Limit: &c.Limit, Window: duration(c.Window),
 		Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix, Mode: c.Mode,
 		OnFailure: string(c.OnFailure), LocalShare: c.LocalShare, Timeout: duration(c.Timeout),
-		MaxSubjects: c.MaxSubjects}
+		MaxSubjects: c.MaxSubjects, Replicas: c.Replicas, ReplicaTimeout: duration(c.ReplicaTimeout)}
 	if c.Algorithm == Multi {
 		d.Limit = nil
 	}
@@ -321,7 +324,7 @@ func (d *policyDoc) config() Config {
 	c := Config{Algorithm: strategy.Algorithm(d.Algorithm), Window: time.Duration(d.Window),
 		Burst: d.Burst, Shards: d.Shards, Prefix: d.Prefix, Mode: d.Mode,
 		OnFailure: FailurePolicy(d.OnFailure), LocalShare: d.LocalShare, Timeout: time.Duration(d.Timeout),
-		MaxSubjects: d.MaxSubjects}
+		MaxSubjects: d.MaxSubjects, Replicas: d.Replicas, ReplicaTimeout: time.Duration(d.ReplicaTimeout)}
 	if d.Limit != nil {
 		c.Limit = *d.Limit
 	}

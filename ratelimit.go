@@ -133,6 +133,11 @@ type Config struct {
 	OnFailure  FailurePolicy // "on_failure": when Redis fails: FailOpen (the default, ""), FailClosed or FailLocal
 	LocalShare float64       // "local_share": FailLocal's share of the limits per process, in [0, 1]; 0 means 1
 	Timeout    time.Duration // "timeout": the longest wait on Redis per call, at most 1m; 0 means 250ms
+
+	// Replicas ("replicas") > 0: a decision that records units waits for that many replicas to
+	// have it, at most ReplicaTimeout ("replica_timeout", < Timeout); docs/failover.md.
+	Replicas       int
+	ReplicaTimeout time.Duration
 }
 
 // The modes of Config.Mode.
@@ -292,6 +297,9 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	if cfg.Prefix != "" {
 		so = append(so, strategy.WithPrefix(cfg.Prefix))
 	}
+	if cfg.Replicas > 0 && rdb != nil {
+		so = append(so, strategy.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
+	}
 	if cfg.Algorithm == Multi || len(cfg.Rules) > 0 {
 		return buildMulti(rdb, cfg, so)
 	}
@@ -394,6 +402,7 @@ func (c Config) candidate() (Config, error) {
 		{"Name", cc.Name != ""}, {"Mode", cc.Mode != ""}, {"Tiers", len(cc.Tiers) != 0},
 		{"OnFailure", cc.OnFailure != ""}, {"LocalShare", cc.LocalShare != 0},
 		{"Timeout", cc.Timeout != 0}, {"MaxSubjects", cc.MaxSubjects != 0}, {"Candidate", cc.Candidate != nil},
+		{"Replicas", cc.Replicas != 0}, {"ReplicaTimeout", cc.ReplicaTimeout != 0},
 	} {
 		if f.set {
 			field := f.name

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -142,6 +143,63 @@ func BenchmarkParallel(b *testing.B) {
 					}
 				})
 			})
+		}
+	}
+}
+
+// BenchmarkDurable measures what the durability mode
+// (strategy.WithReplicas(1, ...)) costs per decision on a primary with one
+// replica: the fixed window, plain and durable, direct and batched, one
+// goroutine (each decision waits for its own WAIT) and 64 (batched, one
+// WAIT per pipeline).
+func BenchmarkDurable(b *testing.B) {
+	p := testredis.StartPair(b)
+	raw := redis.NewClient(&redis.Options{Addr: p.Primary.Addr, ContextTimeoutEnabled: true, PoolSize: 64})
+	b.Cleanup(func() { raw.Close() })
+	bc, err := batch.New(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bc.Close() })
+	for _, par := range []int{1, 64} {
+		for _, tc := range []struct {
+			name string
+			rdb  redis.Scripter
+		}{{"direct", raw}, {"batched", bc}} {
+			for _, durable := range []bool{false, true} {
+				name := "plain"
+				opts := []strategy.Option{strategy.WithPrefix(testredis.Prefix(b))}
+				if durable {
+					name = "durable"
+					opts = append(opts, strategy.WithReplicas(1, time.Second))
+				}
+				b.Run(tc.name+"/"+name+"/callers="+strconv.Itoa(par), func(b *testing.B) {
+					st, err := fixedwindow.New(tc.rdb, strategy.PerMinute(1<<40), opts...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ctx := context.Background()
+					b.ReportAllocs()
+					var n atomic.Int64
+					b.SetParallelism(max(1, par/runtime.GOMAXPROCS(0)))
+					if par == 1 {
+						for b.Loop() {
+							if _, err := st.AllowN(ctx, "u"+strconv.Itoa(int(n.Add(1)%10000)), 1); err != nil {
+								b.Fatal(err)
+							}
+						}
+						return
+					}
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if _, err := st.AllowN(ctx, "u"+strconv.Itoa(int(n.Add(1)%10000)), 1); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				})
+			}
 		}
 	}
 }

@@ -62,7 +62,12 @@ var (
 	// requests share pipelines.
 	backendMiniBatched  = backend{name: "miniredis-batched", windows: shortWindows, redis: true, open: openMiniredis(false, true)}
 	backendRedisBatched = backend{name: "redis-batched", windows: longWindows, redis: true, open: openRedis(true)}
-	allBackends         = []backend{backendMiniredis, backendMiniTime, backendRedis, backendLocal, backendMiniBatched, backendRedisBatched}
+	// A real Redis with one replica, every strategy in the durability
+	// mode (strategy.WithReplicas(1, ...)), direct and batched.
+	backendDurable        = backend{name: "redis-durable", windows: longWindows, redis: true, open: openDurable(false)}
+	backendDurableBatched = backend{name: "redis-durable-batched", windows: longWindows, redis: true, open: openDurable(true)}
+	allBackends           = []backend{backendMiniredis, backendMiniTime, backendRedis, backendLocal, backendMiniBatched, backendRedisBatched,
+		backendDurable, backendDurableBatched}
 )
 
 // hostClient is the client a host's strategies use: c itself, or c behind a
@@ -111,6 +116,16 @@ type env struct {
 	card func(key string) (int64, error)
 	// stats, when set, counts the calls
 	stats *stats
+	// durable, on the durability backends: the primary and its replica.
+	durable *durableEnv
+}
+
+// durableEnv is where a durable strategy's state lives: a primary, whose
+// WAITs are counted, and its replica.
+type durableEnv struct {
+	primary, replica *redis.Client
+	primaryAddr      string
+	prefix           string
 }
 
 // advance moves the clock ms forward (more when a guard says so) and
@@ -221,7 +236,23 @@ func openRedis(batched bool) func(t *testing.T) envBuilder {
 }
 
 func openRedisOn(t *testing.T, batched bool) envBuilder {
-	srv := testredis.Shared(t)
+	return openRedisAt(t, testredis.Shared(t), batched, nil)
+}
+
+// openDurable opens the durability backends: a shared primary with one
+// replica, every strategy with strategy.WithReplicas(1, 5s).
+func openDurable(batched bool) func(t *testing.T) envBuilder {
+	return func(t *testing.T) envBuilder {
+		p := testredis.SharedPair(t)
+		replica := redis.NewClient(&redis.Options{Addr: p.Replica.Addr})
+		t.Cleanup(func() { replica.Close() })
+		return openRedisAt(t, p.Primary, batched, &durableEnv{replica: replica, primaryAddr: p.Primary.Addr})
+	}
+}
+
+// openRedisAt opens a real Redis backend on srv; with d, the strategies
+// are durable and d's replica is srv's.
+func openRedisAt(t *testing.T, srv *testredis.Server, batched bool, d *durableEnv) envBuilder {
 	var clients []*redis.Client
 	var scripters []redis.Scripter
 	for range hosts {
@@ -240,6 +271,12 @@ func openRedisOn(t *testing.T, batched bool) envBuilder {
 			e.clock.Set(time.UnixMilli(e.guard(e.now())))
 		}
 		opts := []strategy.Option{strategy.WithPrefix(prefix), strategy.WithClock(e.clock)}
+		if d != nil {
+			opts = append(opts, strategy.WithReplicas(1, 5*time.Second))
+			de := *d
+			de.primary, de.prefix = clients[0], prefix
+			e.durable = &de
+		}
 		for _, c := range scripters {
 			st, err := build(s, lim, func(l strategy.Limit) (strategy.Strategy, error) { return s.newRedis(c, l, opts...) })
 			if err != nil {

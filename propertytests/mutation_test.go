@@ -410,6 +410,12 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "fixedwindow|gcra|slidinglog", backends: "miniredis-batched|redis-batched",
 	},
 	{
+		name:     "durability: the WAIT after a durable pipeline skipped",
+		file:     "internal/engine/send.go",
+		edits:    []edit{{old: `if w.n > 0 { // on the calls' connection: WAIT counts its writes`, new: `if false { // MUTANT: no WAIT`}},
+		subjects: "fixedwindow|tokenbucket|sharded-slidinglog", backends: "redis-durable|redis-durable-batched",
+	},
+	{
 		name:     "many requests in one script call: one request given another's reply",
 		file:     "internal/engine/send.go",
 		edits:    []edit{{old: `res[i] = outcome{arr[j], nil}`, new: `res[i] = outcome{arr[(j+1)%len(arr)], nil} // MUTANT`}},

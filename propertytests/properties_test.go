@@ -140,6 +140,11 @@ var properties = []property{
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,
 	},
+	{
+		name: "replicated", backends: []string{"redis-durable", "redis-durable-batched"},
+		opts:  serialOpts,
+		check: checkReplicated, // durable_test.go
+	},
 }
 
 // checkRetryAfter: at every denial, RetryAfter is Never exactly when n

@@ -22,4 +22,8 @@ var (
 	// an error wrapping ctx.Err() alone, so that there ErrBackend always
 	// means the backend.
 	ErrBackend = errors.New("ratelimit: backend error")
+	// ErrNotReplicated: in the durability mode (WithReplicas), fewer
+	// replicas than required acknowledged a decision within the timeout.
+	// Such an error wraps ErrBackend too.
+	ErrNotReplicated = errors.New("ratelimit: not replicated")
 )

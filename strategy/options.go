@@ -48,7 +48,13 @@ type Options struct {
 	// OnEvict is called by a local twin for each subject it evicts to make
 	// room for another, or nil. Redis strategies ignore it.
 	OnEvict func()
-	err     error // the first invalid option seen
+	// Replicas, when > 0, is the durability mode (WithReplicas): a
+	// decision that records units is acknowledged only once at least
+	// Replicas replicas have it, waiting at most ReplicaTimeout. Local
+	// twins ignore it.
+	Replicas       int
+	ReplicaTimeout time.Duration
+	err            error // the first invalid option seen
 }
 
 // Apply returns the Options that opts set, with defaults for the rest, or
@@ -112,6 +118,38 @@ func WithMaxSubjects(n int) Option {
 			o.err = fmt.Errorf("%w: MaxSubjects must be >= 1, got %d", ErrInvalidOption, n)
 		}
 		o.MaxSubjects = n
+	}
+}
+
+// WithReplicas is the durability mode: a decision that records units
+// (AllowN with n > 0 that is allowed) is acknowledged only once at least n
+// replicas of the Redis primary have it. The strategy sends WAIT n timeout
+// right after the script call, in the same pipeline (one WAIT for a whole
+// pipeline of a batch.Client or a sharded subject), and a WAIT that counts
+// fewer than n replicas within timeout makes the decision a backend
+// failure (an error wrapping ErrBackend and ErrNotReplicated; a
+// ratelimit.Limiter applies its failure policy and counts it for its
+// breaker). The units it recorded on the primary stay recorded there.
+// Peek, refunds and Reset send no WAIT: losing them in a failover never
+// lets more through. n must be >= 1 and timeout > 0 (rounded up to whole
+// milliseconds); keep timeout below the client's ReadTimeout and the
+// caller's deadlines, or they end the wait first. The client must
+// pipeline (a *redis.Client, *redis.ClusterClient, *redis.Ring or
+// batch.Client), or the constructor fails. Local twins ignore it.
+// docs/failover.md says what it costs and what it saves.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return func(o *Options) {
+		switch {
+		case n < 1 && o.err == nil:
+			o.err = fielderr.New(ErrInvalidOption, "", "Replicas", func(name func(string) string) string {
+				return fmt.Sprintf("%s must be >= 1, got %d", name("Replicas"), n)
+			})
+		case timeout <= 0 && o.err == nil:
+			o.err = fielderr.New(ErrInvalidOption, "", "ReplicaTimeout", func(name func(string) string) string {
+				return fmt.Sprintf("%s must be > 0, got %s", name("ReplicaTimeout"), timeout)
+			})
+		}
+		o.Replicas, o.ReplicaTimeout = n, timeout
 	}
 }
 

@@ -56,6 +56,14 @@ type Call struct {
 	// caller does not know (a Raw call's EvalSha): a NOSCRIPT reply is
 	// then its error.
 	SHA string
+	// Replicas, when > 0, makes the call durable (strategy.WithReplicas):
+	// Send follows it, in its pipeline, with WAIT (one for the whole
+	// pipeline, for the most replicas and the longest ReplicaTimeout of
+	// its durable calls), and a reply that fewer than Replicas replicas
+	// acknowledged is a backend failure wrapping
+	// strategy.ErrNotReplicated.
+	Replicas       int
+	ReplicaTimeout time.Duration
 
 	Result strategy.Result // after Run or Exec
 	Err    error           // after Run or Exec; wraps strategy.ErrBackend for Redis failures (unless Raw)
@@ -115,10 +123,30 @@ func Run(ctx context.Context, rdb redis.Scripter, c Call) Call {
 	if s, ok := rdb.(Submitter); ok {
 		return s.Submit(ctx, c)
 	}
+	if c.Replicas > 0 {
+		return runDurable(ctx, rdb, c)
+	}
 	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
 	c.finish(v, err)
 	return c
 }
+
+// runDurable sends the durable call c, and WAIT after it, in a pipeline
+// on rdb (with Send: on a cluster or a Ring, to the node of c's keys).
+func runDurable(ctx context.Context, rdb redis.Scripter, c Call) Call {
+	p, ok := rdb.(Sender)
+	if !ok {
+		c.Fail(errNoPipeline)
+		return c
+	}
+	one := [1]*Call{&c}
+	Send(ctx, Target{Node: p, Load: rdb}, one[:])
+	return c
+}
+
+// errNoPipeline is the error of a durable call on a client that cannot
+// pipeline, which the constructors refuse.
+var errNoPipeline = fmt.Errorf("%w: the durability mode needs a client that pipelines", strategy.ErrInvalidOption)
 
 // finish records the reply v of c, or its error.
 func (c *Call) finish(v any, err error) {

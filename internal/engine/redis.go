@@ -53,6 +53,9 @@ func (r *Redis[P, S]) Init(spec *Spec[P, S], rdb redis.Scripter, lim strategy.Li
 	if err != nil {
 		return err
 	}
+	if err := CheckDurable(spec.Name, rdb, o.Options); err != nil {
+		return err
+	}
 	if !spec.Burst {
 		lim.Burst = 0
 	}
@@ -186,8 +189,30 @@ func (r *Redis[P, S]) Plan(q Req) (Call, error) {
 		if q.Ahead > 0 && q.N > 0 {
 			c.Args = append(c.Args, q.Ahead)
 		}
+		if q.N > 0 { // a peek records nothing: no WAIT
+			c.Replicas, c.ReplicaTimeout = r.opts.Replicas, r.opts.ReplicaTimeout
+		}
 	}
 	return c, nil
+}
+
+// CheckDurable reports an error naming the option when o asks for the
+// durability mode (strategy.WithReplicas) and rdb cannot send a WAIT in
+// the pipeline of a script call: it must be a Submitter (batch.Client) or
+// a Sender (a *redis.Client, *redis.ClusterClient or *redis.Ring, or a type
+// embedding one).
+func CheckDurable(name string, rdb redis.Scripter, o strategy.Options) error {
+	if o.Replicas <= 0 {
+		return nil
+	}
+	if _, ok := rdb.(Submitter); ok {
+		return nil
+	}
+	if _, ok := rdb.(Sender); ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: WithReplicas needs a client that pipelines (a *redis.Client, *redis.ClusterClient, *redis.Ring or batch.Client), got %T",
+		strategy.ErrInvalidOption, name, rdb)
 }
 
 // HonoursContext reports whether every call on rdb returns by its

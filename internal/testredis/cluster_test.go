@@ -48,3 +48,29 @@ func TestCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicatedCluster starts a cluster with a replica per master and
+// fails one master over by command: the replica takes its slots, the old
+// master follows it.
+func TestReplicatedCluster(t *testing.T) {
+	start := time.Now()
+	c := StartReplicatedCluster(t)
+	t.Logf("started in %v", time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	cc := c.Client(t)
+	if err := cc.Set(ctx, "{k}", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := c.Nodes[0]
+	start = time.Now()
+	if err := c.Failover(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failed over in %v", time.Since(start).Round(time.Millisecond))
+	if c.Replicas[0] != old {
+		t.Errorf("after Failover, Replicas[0] = %s, want the old master %s", c.Replicas[0].Addr, old.Addr)
+	}
+	if err := serverIsMaster(ctx, c.Nodes[0].Addr); err != nil {
+		t.Error(err)
+	}
+}

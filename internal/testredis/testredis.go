@@ -252,8 +252,8 @@ func Prefix(t testing.TB) string {
 	return "test:" + strings.NewReplacer("{", "(", "}", ")").Replace(t.Name()) + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 }
 
-// Main runs the tests and stops the shared server and the shared cluster
-// afterwards. Use it as
+// Main runs the tests and stops the shared server, the shared Pair and the
+// shared cluster afterwards. Use it as
 //
 //	func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 func Main(m *testing.M) int {
@@ -265,6 +265,9 @@ func Main(m *testing.M) int {
 	sharedMu.Lock()
 	if shared != nil {
 		shared.Close()
+	}
+	if sharedPair != nil {
+		sharedPair.Close()
 	}
 	sharedMu.Unlock()
 	closeSharedCluster()
