@@ -28,6 +28,7 @@ func TestDurableConfig(t *testing.T) {
 		name, fields, field, says string
 	}{
 		{"negative replicas", `"replicas": -1, "replica_timeout": "10ms"`, "replicas", "replicas must be >= 0"},
+		{"too many replicas", `"replicas": 101, "replica_timeout": "10ms"`, "replicas", "replicas must be <= 100"},
 		{"no timeout", `"replicas": 1`, "replica_timeout", "replica_timeout must be > 0"},
 		{"negative timeout", `"replicas": 1, "replica_timeout": "-1ms"`, "replica_timeout", "replica_timeout must be > 0"},
 		{"timeout without replicas", `"replica_timeout": "10ms"`, "replica_timeout", "needs replicas > 0"},

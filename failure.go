@@ -140,6 +140,10 @@ func checkReplicas(cfg Config) error {
 		return invalid("Replicas", func(name func(string) string) string {
 			return fmt.Sprintf("%s must be >= 0 (0: no durability mode), got %d", name("Replicas"), n)
 		})
+	case n > strategy.MaxReplicas:
+		return invalid("Replicas", func(name func(string) string) string {
+			return fmt.Sprintf("%s must be <= %d, got %d", name("Replicas"), strategy.MaxReplicas, n)
+		})
 	case n == 0 && wait != 0:
 		return invalid("ReplicaTimeout", func(name func(string) string) string {
 			return fmt.Sprintf("%s needs %s > 0, got %s with %s 0", name("ReplicaTimeout"), name("Replicas"), wait, name("Replicas"))

@@ -121,28 +121,32 @@ func WithMaxSubjects(n int) Option {
 	}
 }
 
+// MaxReplicas is the most replicas WithReplicas may wait for: more than
+// any Redis deployment runs, and a bound on what a policy file can ask.
+const MaxReplicas = 100
+
 // WithReplicas is the durability mode: a decision that records units
 // (AllowN with n > 0 that is allowed) is acknowledged only once at least n
-// replicas of the Redis primary have it. The strategy sends WAIT n timeout
-// right after the script call, in the same pipeline (one WAIT for a whole
-// pipeline of a batch.Client or a sharded subject), and a WAIT that counts
-// fewer than n replicas within timeout makes the decision a backend
-// failure (an error wrapping ErrBackend and ErrNotReplicated; a
-// ratelimit.Limiter applies its failure policy and counts it for its
-// breaker). The units it recorded on the primary stay recorded there.
-// Peek, refunds and Reset send no WAIT: losing them in a failover never
-// lets more through. n must be >= 1 and timeout > 0 (rounded up to whole
-// milliseconds); keep timeout below the client's ReadTimeout and the
-// caller's deadlines, or they end the wait first. The client must
+// replicas of the Redis primary have it (n at most MaxReplicas). The
+// strategy sends WAIT n timeout right after the script call, in the same
+// pipeline (one WAIT for a whole pipeline of a batch.Client or a sharded
+// subject), and a WAIT that counts fewer than n replicas within timeout
+// makes the decision a backend failure (an error wrapping ErrBackend and
+// ErrNotReplicated; a ratelimit.Limiter applies its failure policy and
+// counts it for its breaker). The units it recorded on the primary stay
+// recorded there. Peek, refunds and Reset send no WAIT: losing them in a
+// failover never lets more through. n must be >= 1 and timeout > 0 (rounded
+// up to whole milliseconds); keep timeout below the client's ReadTimeout
+// and the caller's deadlines, or they end the wait first. The client must
 // pipeline (a *redis.Client, *redis.ClusterClient, *redis.Ring or
 // batch.Client), or the constructor fails. Local twins ignore it.
 // docs/failover.md says what it costs and what it saves.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(o *Options) {
 		switch {
-		case n < 1 && o.err == nil:
+		case (n < 1 || n > MaxReplicas) && o.err == nil:
 			o.err = fielderr.New(ErrInvalidOption, "", "Replicas", func(name func(string) string) string {
-				return fmt.Sprintf("%s must be >= 1, got %d", name("Replicas"), n)
+				return fmt.Sprintf("%s must be in [1, %d], got %d", name("Replicas"), MaxReplicas, n)
 			})
 		case timeout <= 0 && o.err == nil:
 			o.err = fielderr.New(ErrInvalidOption, "", "ReplicaTimeout", func(name func(string) string) string {
