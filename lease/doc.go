@@ -70,8 +70,9 @@
 // Stats counts leases taken, units leased, given back and stranded, and
 // the decisions made in process. WithObserver's function is told of each
 // lease event (a lease taken or denied, units given back or stranded),
-// never of the subject's key. Behind ratelimit.Wrap, the facade's
-// Observer sees every decision, leased or not, as any other.
+// never of the subject's key. Behind ratelimit.Wrap (or with
+// ratelimit.Config.Lease, which builds a Limiter with its defaults), the
+// facade's Observer sees every decision, leased or not, as any other.
 //
 // # Memory
 //
