@@ -44,7 +44,7 @@ func docError(format string, args ...any) error {
 // node is what a place in a document holds, read from policyDoc's types
 // and struct tags.
 type node struct {
-	kind   reflect.Kind     // Struct, Map, Slice; a scalar's: String, Int64, Float64; Int64 with dur for a duration
+	kind   reflect.Kind     // Struct, Map, Slice; a scalar's: String, Int64, Float64, Bool; Int64 with dur for a duration
 	dur    bool             // a duration string
 	fields map[string]field // Struct: by JSON name
 	list   string           // Struct: the JSON names, quoted, for an error
@@ -135,6 +135,9 @@ func (c *checker) value(n *node, policy, path, goPath string, depth int) (string
 	case n.kind == reflect.Float64:
 		want = "a number"
 		err = json.Unmarshal(raw, new(float64))
+	case n.kind == reflect.Bool:
+		want = "true or false"
+		err = json.Unmarshal(raw, new(bool))
 	default:
 		err = json.Unmarshal(raw, &s)
 	}

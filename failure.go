@@ -111,7 +111,7 @@ func checkFailure(cfg Config, wrapped bool) error {
 		{"Algorithm", cfg.Algorithm != ""}, {"Limit", cfg.Limit != 0}, {"Window", cfg.Window != 0},
 		{"Burst", cfg.Burst != 0}, {"Shards", cfg.Shards != 0}, {"Prefix", cfg.Prefix != ""},
 		{"Rules", len(cfg.Rules) != 0}, {"LocalShare", cfg.LocalShare != 0}, {"MaxSubjects", cfg.MaxSubjects != 0},
-		{"Replicas", cfg.Replicas != 0}, {"ReplicaTimeout", cfg.ReplicaTimeout != 0},
+		{"Replicas", cfg.Replicas != 0}, {"ReplicaTimeout", cfg.ReplicaTimeout != 0}, {"Lease", cfg.Lease},
 	} {
 		if f.set {
 			field := f.name

@@ -251,6 +251,7 @@ type policyDoc struct {
 	Window      duration           `json:"window,omitzero"`
 	Burst       int64              `json:"burst,omitempty"`
 	Shards      int                `json:"shards,omitempty"`
+	Lease       bool               `json:"lease,omitempty"`
 	Prefix      string             `json:"prefix,omitempty"`
 	Rules       []ruleDoc          `json:"rules,omitempty"`
 	Mode        string             `json:"mode,omitempty"`
@@ -298,7 +299,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 // docOf returns the document form of c.
 func docOf(c Config) *policyDoc {
 	d := &policyDoc{Algorithm: string(c.Algorithm), Limit: &c.Limit, Window: duration(c.Window),
-		Burst: c.Burst, Shards: c.Shards, Prefix: c.Prefix, Mode: c.Mode,
+		Burst: c.Burst, Shards: c.Shards, Lease: c.Lease, Prefix: c.Prefix, Mode: c.Mode,
 		OnFailure: string(c.OnFailure), LocalShare: c.LocalShare, Timeout: duration(c.Timeout),
 		MaxSubjects: c.MaxSubjects, Replicas: c.Replicas, ReplicaTimeout: duration(c.ReplicaTimeout)}
 	if c.Algorithm == Multi {
@@ -322,7 +323,7 @@ func docOf(c Config) *policyDoc {
 // config returns the Config of d.
 func (d *policyDoc) config() Config {
 	c := Config{Algorithm: strategy.Algorithm(d.Algorithm), Window: time.Duration(d.Window),
-		Burst: d.Burst, Shards: d.Shards, Prefix: d.Prefix, Mode: d.Mode,
+		Burst: d.Burst, Shards: d.Shards, Lease: d.Lease, Prefix: d.Prefix, Mode: d.Mode,
 		OnFailure: FailurePolicy(d.OnFailure), LocalShare: d.LocalShare, Timeout: time.Duration(d.Timeout),
 		MaxSubjects: d.MaxSubjects, Replicas: d.Replicas, ReplicaTimeout: time.Duration(d.ReplicaTimeout)}
 	if d.Limit != nil {

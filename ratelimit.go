@@ -37,6 +37,7 @@ import (
 	"github.com/ratekit/ratelimit/internal/fielderr"
 	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/lease"
 	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/sharded"
 	"github.com/ratekit/ratelimit/slidingcounter"
@@ -60,8 +61,7 @@ const (
 	TokenBucket    = strategy.TokenBucket    // Burst tokens refilled at Limit per Window; one small hash
 	GCRA           = strategy.GCRA           // the token bucket's decisions from one stored instant
 	SlidingCounter = strategy.SlidingCounter // two windows' counts, interpolated; at most about twice the limit
-	// Multi enforces Config.Rules together, all or nothing (package
-	// multilimit).
+	// Multi enforces Config.Rules together, all or nothing (package multilimit).
 	Multi strategy.Algorithm = "multi"
 )
 
@@ -106,6 +106,7 @@ type Config struct {
 	Window    time.Duration      // "window": > 0, whole milliseconds
 	Burst     int64              // "burst": token bucket and GCRA capacity; 0 means Limit
 	Shards    int                // "shards": > 1 spreads each subject over Shards keys (at most sharded.MaxShards)
+	Lease     bool               // "lease": hot subjects decided in process from leases (docs/lease.md); on Redis only
 	Prefix    string             // "prefix": key namespace; default "rl:"
 	Rules     []multilimit.Rule  // "rules": Multi's rules; Limit, Window, Burst and Shards are then 0
 
@@ -300,6 +301,9 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	if cfg.Replicas > 0 && rdb != nil {
 		so = append(so, strategy.WithReplicas(cfg.Replicas, cfg.ReplicaTimeout))
 	}
+	if err := checkLease(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Algorithm == Multi || len(cfg.Rules) > 0 {
 		return buildMulti(rdb, cfg, so)
 	}
@@ -328,10 +332,13 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 	}
 	var st strategy.Strategy
 	var err error
-	if cfg.Shards > 1 {
+	switch {
+	case cfg.Shards > 1:
 		// each shard's strategy through the same constructor, with its share
 		st, err = sharded.New(cfg.Shards, cfg.limit(), mk)
-	} else {
+	case cfg.Lease && rdb != nil: // an in-process twin is as fast as a lease
+		st, err = lease.New(cfg.limit(), mk, lease.WithClock(o.clock))
+	default:
 		st, err = mk(cfg.limit())
 	}
 	if err != nil {
@@ -341,6 +348,44 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		return nil, err
 	}
 	return st, nil
+}
+
+// leasable are the algorithms package lease can lease, in the order an
+// error lists them.
+var leasable = []strategy.Algorithm{SlidingLog, FixedWindow, TokenBucket, GCRA}
+
+// checkLease reports whether cfg may lease (Config.Lease): one of the
+// leasable algorithms, unsharded, without tiers (a lease decides under one
+// limit). The error names Lease.
+func checkLease(cfg Config) error {
+	if !cfg.Lease {
+		return nil
+	}
+	if _, ok := algorithms[cfg.Algorithm]; !ok && cfg.Algorithm != Multi {
+		return nil // an unknown algorithm is Algorithm's error
+	}
+	invalid := func(text func(name func(string) string) string) error {
+		return newFieldError(strategy.ErrInvalidOption, "Lease", jsonName("Lease"), text)
+	}
+	switch a, n := cfg.Algorithm, cfg.Shards; {
+	case !slices.Contains(leasable, a) || len(cfg.Rules) > 0:
+		names := make([]string, len(leasable))
+		for i, l := range leasable {
+			names[i] = fmt.Sprintf("%q", l)
+		}
+		return invalid(func(name func(string) string) string {
+			return fmt.Sprintf("%s needs %s %s, got %s", name("Lease"), name("Algorithm"), strings.Join(names, ", "), quote.Value(string(a)))
+		})
+	case n > 1:
+		return invalid(func(name func(string) string) string {
+			return fmt.Sprintf("%s needs %s 0 or 1, got %d", name("Lease"), name("Shards"), n)
+		})
+	case len(cfg.Tiers) > 0:
+		return invalid(func(name func(string) string) string {
+			return fmt.Sprintf("%s needs no %s: a lease decides under one limit", name("Lease"), name("Tiers"))
+		})
+	}
+	return nil
 }
 
 // checkAlgorithm reports whether a names an algorithm (strategy.Algorithms,
@@ -388,7 +433,7 @@ func buildCompared(rdb redis.Scripter, cfg Config, o options, ev *evictions, rep
 // builds, the others zero.
 func (c Config) strategyFields() Config {
 	return Config{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window, Burst: c.Burst,
-		Shards: c.Shards, Prefix: c.Prefix, Rules: c.Rules}
+		Shards: c.Shards, Lease: c.Lease, Prefix: c.Prefix, Rules: c.Rules}
 }
 
 // candidate returns the Config of c's candidate, its Prefix defaulted to
@@ -402,7 +447,7 @@ func (c Config) candidate() (Config, error) {
 		{"Name", cc.Name != ""}, {"Mode", cc.Mode != ""}, {"Tiers", len(cc.Tiers) != 0},
 		{"OnFailure", cc.OnFailure != ""}, {"LocalShare", cc.LocalShare != 0},
 		{"Timeout", cc.Timeout != 0}, {"MaxSubjects", cc.MaxSubjects != 0}, {"Candidate", cc.Candidate != nil},
-		{"Replicas", cc.Replicas != 0}, {"ReplicaTimeout", cc.ReplicaTimeout != 0},
+		{"Replicas", cc.Replicas != 0}, {"ReplicaTimeout", cc.ReplicaTimeout != 0}, {"Lease", cc.Lease},
 	} {
 		if f.set {
 			field := f.name

@@ -70,13 +70,22 @@
 // Stats counts leases taken, units leased, given back and stranded, and
 // the decisions made in process. WithObserver's function is told of each
 // lease event (a lease taken or denied, units given back or stranded),
-// never of the subject's key. Behind ratelimit.Wrap, the facade's
-// Observer sees every decision, leased or not, as any other.
+// never of the subject's key. Behind ratelimit.Wrap (or with
+// ratelimit.Config.Lease, which builds a Limiter with its defaults), the
+// facade's Observer sees every decision, leased or not, as any other.
 //
 // # Memory
 //
 // One small struct per subject with a lease, at most WithMaxSubjects
 // (10,000 by default; beyond, decisions go to the wrapped strategy). A
-// sweeper, every lifetime, gives back ended leases and forgets subjects
-// idle for four lifetimes; Close stops it.
+// Limiter runs no goroutine: once a lifetime, the call that finds a sweep
+// due (one atomic load per decision tells) sweeps, on its own goroutine and
+// under its context, before it returns: it gives back ended leases and
+// forgets subjects idle for four lifetimes, looking at most at 1,024
+// subjects and making at most 4 refunds; what it leaves, a later sweep
+// does. Close is optional: it gives back what every lease holds. A Limiter
+// dropped without it (a policy replaced by a reload) leaks nothing; its
+// leases end, their unspent units lost to under-admission, at most one
+// lease per subject (for the token bucket and GCRA, until the bucket
+// refills them).
 package lease

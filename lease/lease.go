@@ -15,8 +15,8 @@ import (
 
 // Limiter decides through leases taken from the strategy it wraps (see
 // the package doc). It implements strategy.Strategy and is safe for
-// concurrent use. Call Close when done with it: it stops its sweeper and
-// gives back what its leases hold.
+// concurrent use. It runs no goroutine of its own: a Limiter dropped
+// without Close leaks nothing (see Close).
 type Limiter struct {
 	inner strategy.Strategy
 	rule  engine.LeaseRule
@@ -39,8 +39,7 @@ type Limiter struct {
 	subjects sync.Map // string -> *subject
 	count    atomic.Int64
 	closed   atomic.Bool
-	stop     chan struct{}
-	swept    sync.WaitGroup
+	sweepAt  atomic.Int64 // Unix ns (the limiter's clock): the next sweep is due then
 
 	stats counters
 }
@@ -101,7 +100,7 @@ func New(lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, erro
 	if !ok || r.LeaseRule() == engine.LeaseNone {
 		return nil, fmt.Errorf("%w: %T", ErrNoLease, s)
 	}
-	l := &Limiter{inner: s, rule: r.LeaseRule(), lim: s.Limit(), clock: o.clock, maxSubjects: int64(o.maxSubjects), obs: o.observer, stop: make(chan struct{})}
+	l := &Limiter{inner: s, rule: r.LeaseRule(), lim: s.Limit(), clock: o.clock, maxSubjects: int64(o.maxSubjects), obs: o.observer}
 	l.cap = l.lim.Capacity()
 	w := l.lim.Window
 	l.life = o.life
@@ -142,8 +141,7 @@ func New(lim strategy.Limit, build func(strategy.Limit) (strategy.Strategy, erro
 	l.maxBlock = max(capacity/o.share, 1)
 	l.leasing = l.life >= time.Millisecond && capacity >= 1
 	if l.leasing {
-		l.swept.Add(1)
-		go l.sweeper()
+		l.sweepAt.Store(l.clock.Now().UnixNano() + int64(l.life))
 	}
 	return l, nil
 }
@@ -234,6 +232,15 @@ func (l *Limiter) allow(ctx context.Context, key string, n int64) (strategy.Resu
 	if err := strategy.ValidateCost(n); err != nil {
 		return strategy.Result{}, 0, err
 	}
+	res, at, err := l.leased(ctx, key, n)
+	if at >= l.sweepAt.Load() { // one atomic load per decision: a sweep is rarely due
+		l.sweepDue(ctx, at)
+	}
+	return res, at, err
+}
+
+// leased is allow for a valid key and cost n > 0 on a leasing limiter.
+func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Result, int64, error) {
 	s := l.get(key)
 	if s == nil {
 		return l.direct(ctx, key, n)
@@ -415,32 +422,36 @@ func (l *Limiter) observe(ev Event) {
 	}
 }
 
-// sweeper gives back the leases that ended and forgets idle subjects, every
-// lifetime, until Close.
-func (l *Limiter) sweeper() {
-	defer l.swept.Done()
-	t := time.NewTicker(max(l.life, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			l.sweep()
-		}
+// The bounds of one sweep's work, done on the goroutine of the call that
+// found it due: the subjects it looks at, and the refunds (calls to the
+// wrapped strategy) it makes. A lease a sweep leaves is given back by a
+// later one, or by its subject's next lease.
+const (
+	sweepSubjects = 1024
+	sweepRefunds  = 4
+)
+
+// sweepDue sweeps if no other call has since the sweep became due at
+// now: the one call that moves sweepAt on by a lifetime sweeps.
+func (l *Limiter) sweepDue(ctx context.Context, now int64) {
+	at := l.sweepAt.Load()
+	if now < at || !l.sweepAt.CompareAndSwap(at, now+int64(l.life)) {
+		return
 	}
+	l.sweep(ctx, now)
 }
 
 // sweep gives back what ended leases hold and drops subjects idle for
-// four lifetimes.
-func (l *Limiter) sweep() {
-	now := l.clock.Now().UnixNano()
+// four lifetimes, at most sweepSubjects of them and sweepRefunds refunds,
+// under ctx (a refund that fails strands its units: under-admission only).
+func (l *Limiter) sweep(ctx context.Context, now int64) {
 	idle := int64(4 * l.life)
+	seen, refunds := 0, 0
 	l.subjects.Range(func(k, v any) bool {
 		key, s := k.(string), v.(*subject)
 		s.mu.Lock()
 		var back int64
-		if s.fill == nil && now >= s.expires && s.left > 0 {
+		if s.fill == nil && now >= s.expires && s.left > 0 && (l.rule != engine.LeaseBurst || refunds < sweepRefunds) {
 			back, s.left = s.left, 0
 		}
 		if s.fill == nil && s.left == 0 && now-s.lastUse > idle && now >= s.denyUntil {
@@ -448,24 +459,26 @@ func (l *Limiter) sweep() {
 		}
 		s.mu.Unlock()
 		if back > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if l.rule == engine.LeaseBurst {
+				refunds++
+			}
 			l.giveBack(ctx, key, back)
-			cancel()
 		}
-		return true
+		seen++
+		return seen < sweepSubjects
 	})
 }
 
-// Close stops the sweeper and gives back what every lease holds (under
-// the bucket's rule; see the package doc), under ctx. Decisions after
+// Close gives back what every lease holds (under the bucket's rule; see
+// the package doc), under ctx. It is optional: a Limiter dropped without
+// Close holds no goroutine, and its leases simply end, their unspent units
+// lost to under-admission (at most one lease per subject). Decisions after
 // Close go to the wrapped strategy, one call each. It returns ctx's error
 // when ctx ended before every lease was given back.
 func (l *Limiter) Close(ctx context.Context) error {
 	if l.closed.Swap(true) || !l.leasing {
 		return nil
 	}
-	close(l.stop)
-	l.swept.Wait()
 	l.subjects.Range(func(k, v any) bool {
 		key, s := k.(string), v.(*subject)
 		s.mu.Lock()

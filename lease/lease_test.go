@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -104,7 +105,8 @@ func TestCloseGivesBack(t *testing.T) {
 	}
 }
 
-// TestIdleGivesBack: when demand stops, the sweeper gives the lease back.
+// TestIdleGivesBack: when demand stops, the first call (of any subject)
+// that finds a sweep due gives the ended lease back, on its own goroutine.
 func TestIdleGivesBack(t *testing.T) {
 	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
 	l := bucket(t, clock)
@@ -115,15 +117,70 @@ func TestIdleGivesBack(t *testing.T) {
 	if st := l.Stats(); st.Taken == 100 {
 		t.Fatalf("%+v: the leases hold nothing unspent; the test needs some", st)
 	}
-	clock.Advance(time.Second) // the lease ended long ago
-	for i := 0; l.Stats().Returned == 0; i++ {
-		if i == 500 {
-			t.Fatalf("the sweeper gave nothing back: %+v", l.Stats())
-		}
-		time.Sleep(10 * time.Millisecond) // the sweeper runs every lifetime of real time
+	if st := l.Stats(); st.Returned != 0 {
+		t.Fatalf("%+v: given back before the lease ended", st)
 	}
-	if st := l.Stats(); st.Taken-st.Returned != 100 {
-		t.Errorf("%+v: want taken - returned = the 100 spent", st)
+	clock.Advance(time.Second) // the lease ended long ago
+	if res, err := l.AllowN(ctx, "other", 1); err != nil || !res.Allowed {
+		t.Fatalf("AllowN(other) = %+v, %v", res, err)
+	}
+	if st := l.Stats(); st.Taken-st.Returned != 101 {
+		t.Errorf("%+v: want taken - returned = the 101 spent, k's lease given back by the sweep", st)
+	}
+}
+
+// TestSweepForgetsIdle: a sweep forgets subjects idle for four lifetimes,
+// so that new subjects lease again once WithMaxSubjects was reached.
+func TestSweepForgetsIdle(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock, lease.WithMaxSubjects(2))
+	ctx := context.Background()
+	for _, k := range []string{"a", "b"} {
+		for range 50 {
+			l.AllowN(ctx, k, 1)
+		}
+	}
+	clock.Advance(time.Second)
+	l.AllowN(ctx, "c", 1) // decided directly (a and b are held), then sweeps them
+	before := l.Stats()
+	for range 50 {
+		if res, err := l.AllowN(ctx, "c", 1); err != nil || !res.Allowed {
+			t.Fatalf("AllowN(c) = %+v, %v", res, err)
+		}
+	}
+	if after := l.Stats(); after.Leases == before.Leases || after.Local == before.Local {
+		t.Errorf("c did not lease once a and b went idle: %+v, before %+v", after, before)
+	}
+}
+
+// TestNoGoroutine: a Limiter runs no goroutine, so many dropped without
+// Close leave none behind.
+func TestNoGoroutine(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	rdb := mini(t)
+	ctx := context.Background()
+	rdb.Ping(ctx) // the client's connection, before counting
+	before := runtime.NumGoroutine()
+	for range 50 {
+		l, err := lease.New(strategy.PerSecond(1000), func(lim strategy.Limit) (strategy.Strategy, error) {
+			return tokenbucket.New(rdb, lim, strategy.WithClock(clock))
+		}, lease.WithClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			l.AllowN(ctx, "k", 1)
+		}
+		clock.Advance(time.Second)
+		l.AllowN(ctx, "k", 1) // sweeps
+	}
+	after := runtime.NumGoroutine()
+	for i := 0; after > before && i < 100; i++ {
+		time.Sleep(10 * time.Millisecond) // settle: nothing else of the test's may still be ending
+		after = runtime.NumGoroutine()
+	}
+	if after > before {
+		t.Errorf("%d goroutines before 50 limiters, %d after: want no more", before, after)
 	}
 }
 

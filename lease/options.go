@@ -66,7 +66,7 @@ func WithMaxSubjects(n int) Option {
 
 // WithClock sets the clock that times leases (default time.Now). With a
 // strategy on a client clock (strategy.WithClock), pass the same clock. It
-// is called from the callers' goroutines and the sweeper's.
+// is called from the callers' goroutines, concurrently.
 func WithClock(c strategy.Clock) Option {
 	return func(o *options) {
 		if c != nil {
@@ -77,8 +77,9 @@ func WithClock(c strategy.Clock) Option {
 
 // WithObserver sets a function told of every lease event (a lease taken
 // or denied, units given back or stranded), never of the subject's key.
-// It is called on the goroutine that caused the event (a caller's, the
-// sweeper's, Close's), so it must be quick and safe for concurrent use.
+// It is called on the goroutine that caused the event (a caller's, also
+// when its call swept; Close's), so it must be quick and safe for
+// concurrent use.
 // Decisions made in process are not events: Stats counts them. A nil f is
 // ignored.
 func WithObserver(f func(Event)) Option {

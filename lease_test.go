@@ -1,0 +1,225 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratekit/ratelimit"
+	"github.com/ratekit/ratelimit/internal/conformance"
+	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/strategy"
+)
+
+// TestLeaseConfig: "lease" is read and written by a policy document, off
+// when absent, and refused, naming the field, where a lease cannot keep
+// the policy's promise.
+func TestLeaseConfig(t *testing.T) {
+	for _, c := range []struct {
+		name, policy, field, says string
+	}{
+		{"compact log", `"algorithm": "compact_log", "limit": 5, "window": "1m", "lease": true`, "lease", `lease needs algorithm "sliding_log", "fixed_window", "token_bucket", "gcra", got "compact_log"`},
+		{"sliding counter", `"algorithm": "sliding_counter", "limit": 5, "window": "1m", "lease": true`, "lease", `got "sliding_counter"`},
+		{"multi", `"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 5, "window": "1m"}], "lease": true`, "lease", `got "multi"`},
+		{"shards", `"algorithm": "gcra", "limit": 100, "window": "1s", "shards": 4, "lease": true`, "lease", "lease needs shards 0 or 1, got 4"},
+		{"tiers", `"algorithm": "token_bucket", "limit": 100, "window": "1s", "tiers": {"pro": {"limit": 1000}}, "lease": true`, "lease", "lease needs no tiers"},
+		{"not a bool", `"algorithm": "gcra", "limit": 100, "window": "1s", "lease": "yes"`, "lease", `want true or false, got "yes"`},
+		{"in a candidate", `"algorithm": "fixed_window", "limit": 5, "window": "1m", "candidate": {"algorithm": "sliding_log", "limit": 5, "window": "1m", "lease": true}`, "candidate.lease", "lease must be empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc := fmt.Sprintf(`{"api": {%s}}`, c.policy)
+			p, err := parsePolicies([]byte(doc))
+			if err == nil {
+				t.Fatalf("UnmarshalJSON(%s) = %+v; want an error", doc, p)
+			}
+			var fe *ratelimit.FieldError
+			if !errors.As(err, &fe) || fe.JSON != c.field || !errors.Is(err, strategy.ErrInvalidOption) {
+				t.Fatalf("err = %q; want a *FieldError of %q wrapping ErrInvalidOption", err, c.field)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Errorf("err = %q; want it to say %q", err, c.says)
+			}
+		})
+	}
+
+	t.Run("round trip", func(t *testing.T) {
+		p, err := parsePolicies([]byte(`{"api": {"algorithm": "gcra", "limit": 100, "window": "1s", "lease": true},
+			"login": {"algorithm": "sliding_log", "limit": 5, "window": "1m"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p["api"].Lease || p["login"].Lease {
+			t.Errorf("Lease read: api %v, login %v; want true, false (off by default)", p["api"].Lease, p["login"].Lease)
+		}
+		out, err := p.MarshalJSON()
+		if err != nil || strings.Count(string(out), `"lease":true`) != 1 || strings.Contains(string(out), `"lease":false`) {
+			t.Errorf("MarshalJSON = %s, %v; want \"lease\":true once, for api only", out, err)
+		}
+		again, err := parsePolicies(out)
+		if err != nil || !again["api"].Lease || again["login"].Lease {
+			t.Errorf("read back: %+v, %v", again, err)
+		}
+	})
+
+	t.Run("Go names", func(t *testing.T) {
+		_, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.CompactLog, Limit: 5, Window: time.Minute, Lease: true})
+		var fe *ratelimit.FieldError
+		if !errors.As(err, &fe) || fe.Field != "Lease" || !strings.Contains(err.Error(), "Lease needs Algorithm") {
+			t.Errorf("New(compact log, Lease) err = %v; want a *FieldError of Lease in Go names", err)
+		}
+		// an unknown algorithm is Algorithm's error, whatever Lease says
+		_, err = ratelimit.New(nil, ratelimit.Config{Algorithm: "nope", Limit: 5, Window: time.Minute, Lease: true})
+		if !errors.As(err, &fe) || fe.Field != "Algorithm" {
+			t.Errorf("New(unknown, Lease) err = %v; want a *FieldError of Algorithm", err)
+		}
+		st, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Minute, Lease: true})
+		if err != nil {
+			t.Fatalf("New(nil, fixed window, Lease) = %v; want a Limiter (in process: no lease)", err)
+		}
+		if _, err := ratelimit.Wrap(st, ratelimit.Config{Lease: true}); !errors.As(err, &fe) || fe.Field != "Lease" {
+			t.Errorf("Wrap(Lease) err = %v; want a *FieldError of Lease (wrap a lease.Limiter instead)", err)
+		}
+	})
+}
+
+// redisCalls returns the script calls srv has served since its stats
+// were last reset (EVALSHA, and EVAL after a NOSCRIPT).
+func redisCalls(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// TestLeaseHotSubject: on a real redis-server, a leased policy decides
+// one hot subject, asked by 8 callers far beyond its limit, with at most
+// one script call per 50 decisions, and never allows more than the
+// algorithm's bound within the window. The limiter's clock moves 1ms per
+// 100 decisions, within one aligned window.
+func TestLeaseHotSubject(t *testing.T) {
+	srv := testredis.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	const callers, each = 8, 2500
+	for _, a := range []strategy.Algorithm{ratelimit.SlidingLog, ratelimit.FixedWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
+		t.Run(string(a), func(t *testing.T) {
+			start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+			clock := conformance.NewClock(start)
+			cfg := ratelimit.Config{Algorithm: a, Limit: 1000, Window: time.Minute, Lease: true, Timeout: 10 * time.Second}
+			l, err := ratelimit.New(rdb, cfg, ratelimit.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var allowed, decided atomic.Int64
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					for range each {
+						r, err := l.Allow(ctx, "tenant:hot")
+						if err != nil || r.Degraded {
+							t.Errorf("Allow = %+v, %v", r, err)
+							return
+						}
+						if r.Allowed {
+							allowed.Add(1)
+						}
+						if decided.Add(1)%100 == 0 {
+							clock.Advance(time.Millisecond)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := clock.Now().Sub(start)
+			calls := redisCalls(t, rdb)
+			bound := cfg.Limit // the logs and the fixed window, within one window
+			if a == ratelimit.TokenBucket || a == ratelimit.GCRA {
+				bound += (cfg.Limit*elapsed.Milliseconds() + cfg.Window.Milliseconds() - 1) / cfg.Window.Milliseconds()
+			}
+			n := decided.Load()
+			t.Logf("%d decisions in %s of the limiter's clock: %d allowed (bound %d), %d script calls", n, elapsed, allowed.Load(), bound, calls)
+			if got := allowed.Load(); got > bound {
+				t.Errorf("allowed %d within one window, want at most %d", got, bound)
+			}
+			if got := allowed.Load(); got < cfg.Limit/2 {
+				t.Errorf("allowed %d of a limit of %d: the leases lost too much", got, cfg.Limit)
+			}
+			if calls == 0 || calls*50 > n {
+				t.Errorf("%d script calls for %d decisions; want at least 1 and at most one per 50", calls, n)
+			}
+			if _, err := l.RefundN(ctx, "tenant:hot", 1); !errors.Is(err, strategy.ErrInvalidOption) {
+				t.Errorf("RefundN on a leased policy = %v; want an error wrapping ErrInvalidOption", err)
+			}
+		})
+	}
+}
+
+// TestLeaseReload: replacing a leased policy (Set.Update) leaves the old
+// Limiter, never closed, with no goroutine behind it.
+func TestLeaseReload(t *testing.T) {
+	srv := testredis.Shared(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	policy := func(limit int64) ratelimit.Policies {
+		return ratelimit.Policies{"api": {Algorithm: ratelimit.TokenBucket, Limit: limit, Window: time.Second,
+			Prefix: testredis.Prefix(t), Lease: true, Timeout: 5 * time.Second}}
+	}
+	set, err := ratelimit.NewSet(rdb, policy(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	use := func() {
+		l, err := set.Get("api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			if _, err := l.Allow(ctx, "tenant:hot"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	use() // the client's connections, before counting
+	before := runtime.NumGoroutine()
+	for i := range 30 {
+		if err := set.Update(policy(int64(1001 + i))); err != nil {
+			t.Fatal(err)
+		}
+		use()
+	}
+	after := runtime.NumGoroutine()
+	for i := 0; after > before && i < 200; i++ {
+		time.Sleep(10 * time.Millisecond) // settle: a call's worker goroutine may still be ending
+		after = runtime.NumGoroutine()
+	}
+	if after > before {
+		t.Errorf("%d goroutines before 30 reloads of a leased policy, %d after; want no more", before, after)
+	}
+}
