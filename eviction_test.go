@@ -187,3 +187,42 @@ func TestEvictionPolicyOff(t *testing.T) {
 		t.Errorf("CONFIG GET sent %d times (%v); want never", n, err)
 	}
 }
+
+// TestEvictionPolicyCluster: on a cluster every master is asked, and one
+// that may evict is reported even when the others may not.
+func TestEvictionPolicyCluster(t *testing.T) {
+	c := testredis.StartCluster(t)
+	ctx := context.Background()
+	last := c.Nodes[len(c.Nodes)-1]
+	admin := last.Client(t)
+	if err := admin.ConfigSet(ctx, "maxmemory", "100mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "volatile-lfu").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &policyRecorder{}
+	l, err := ratelimit.New(c.Client(t), ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1000, Window: time.Minute,
+		Prefix: testredis.Prefix(t), Timeout: 5 * time.Second}, ratelimit.WithObserver(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	for deadline := time.Now().Add(10 * time.Second); len(reports) == 0; {
+		if _, err := l.Allow(ctx, "subject"); err != nil {
+			t.Fatal(err)
+		}
+		if reports, _, _ = rec.got(); len(reports) == 0 && time.Now().After(deadline) {
+			t.Fatal("no eviction policy reported in 10s; want \"volatile-lfu\" (one master's)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if want := "volatile-lfu"; len(reports) != 1 || reports[0] != want {
+		t.Errorf("reports = %q; want [%q]", reports, want)
+	}
+	for _, n := range c.Nodes {
+		if calls, err := testredis.Calls(ctx, n.Addr, "config|get"); err != nil || calls != 1 {
+			t.Errorf("master %s: CONFIG GET sent %d times (%v); want once", n.Addr, calls, err)
+		}
+	}
+}
