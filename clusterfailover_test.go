@@ -28,7 +28,24 @@ import (
 // loaded the scripts), and that nothing was lost: a coordinated failover
 // waits for the replica to catch up, so every unit allowed is held by the
 // new master. It logs per limiter the decisions under the failure policy.
-func TestClusterFailover(t *testing.T) {
+func TestClusterFailover(t *testing.T) { testClusterFailover(t, false, strategy.Algorithms()) }
+
+// TestClusterMasterKilled kills the hot subject's master outright
+// (SIGKILL) under the same load: its replica takes its slots after the
+// cluster's node timeout, and the killed node, restarted empty, rejoins as
+// the new master's replica. It asserts what TestClusterFailover does, but
+// measures the units lost rather than asserting none (what the replica
+// had not received is lost), except for the durable limiters: none lost,
+// none above the limit. Two algorithms keep it short.
+func TestClusterMasterKilled(t *testing.T) {
+	testClusterFailover(t, true, []strategy.Algorithm{ratelimit.SlidingCounter, ratelimit.CompactLog})
+}
+
+func testClusterFailover(t *testing.T, kill bool, algs []strategy.Algorithm) {
+	fault := "CLUSTER FAILOVER"
+	if kill {
+		fault = "SIGKILL"
+	}
 	rc := testredis.StartReplicatedCluster(t)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: 250 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
@@ -39,7 +56,7 @@ func TestClusterFailover(t *testing.T) {
 	var runs []*failoverRun
 	for _, durable := range []bool{false, true} {
 		for _, batched := range []bool{false, true} {
-			for _, a := range strategy.Algorithms() {
+			for _, a := range algs {
 				var sc redis.Scripter = cc
 				name := string(a) + "/direct"
 				if batched {
@@ -135,14 +152,26 @@ func TestClusterFailover(t *testing.T) {
 
 	time.Sleep(time.Second / 2) // steady load
 	tFail := time.Now()
-	if err := rc.Failover(ctx, m); err != nil {
+	var tPromoted time.Time
+	if kill {
+		if err := rc.Kill(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		tPromoted = time.Now()
+		if err := rc.Rejoin(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := rc.Failover(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	tDone := time.Now()
+	if !kill {
+		tPromoted = tDone
+	}
 	recovered := func(run *failoverRun) bool {
 		run.mu.Lock()
 		defer run.mu.Unlock()
-		_, ok := run.firstRedis(tDone)
+		_, ok := run.firstRedis(tPromoted)
 		return ok
 	}
 	for _, run := range runs {
@@ -156,15 +185,18 @@ func TestClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if noscript == "" {
+	// (After a kill, the executor may have loaded the scripts on the new
+	// master before its first EVALSHA there: the calls it redirected while
+	// the slots had no master. Only the liveness below is asserted.)
+	if noscript == "" && !kill {
 		t.Errorf("the new master %s never answered NOSCRIPT: its script cache was not empty, the test checks nothing of the recovery", next.Addr)
 	}
-	t.Logf("CLUSTER FAILOVER of master %d (the hot subject's) done, every node agreeing and the old master in sync, %v after it was sent; new master's NOSCRIPT replies: %s",
-		m, tDone.Sub(tFail).Round(time.Millisecond), noscript)
+	t.Logf("%s of master %d (the hot subject's): its replica the master for every node %v after it, the old master an in-sync replica %v after it; new master's NOSCRIPT replies: %s",
+		fault, m, tPromoted.Sub(tFail).Round(time.Millisecond), tDone.Sub(tFail).Round(time.Millisecond), noscript)
 
 	var table []string
 	for _, run := range runs {
-		var total, degraded, errs, hotAllowed, lost int
+		var total, degraded, errs, hotAllowed, lost, aboveCold int
 		var slowest time.Duration
 		allowed := map[string]int{}
 		for _, sm := range run.out {
@@ -173,7 +205,7 @@ func TestClusterFailover(t *testing.T) {
 			switch {
 			case sm.err != nil:
 				if errs++; errs <= 3 {
-					t.Errorf("%s: Allow(%q) at %+v after CLUSTER FAILOVER: %v; want a decision", run.name, sm.key, sm.start.Sub(tFail), sm.err)
+					t.Errorf("%s: Allow(%q) at %+v after %s: %v; want a decision", run.name, sm.key, sm.start.Sub(tFail), fault, sm.err)
 				}
 			case sm.r.Degraded:
 				degraded++
@@ -185,17 +217,27 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}
 		for key, n := range allowed {
+			if strings.HasPrefix(key, "cold") {
+				aboveCold += max(0, n-failoverLimit)
+			}
+			// a durable limiter's breaker may still be open from the time
+			// its replica was away: Peek until Redis answers
 			r, err := run.l.Peek(ctx, key)
+			for deadline := time.Now().Add(failoverSlack); (err != nil || r.Degraded) && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+				r, err = run.l.Peek(ctx, key)
+			}
 			if err != nil || r.Degraded {
 				t.Errorf("%s: Peek(%q) after the failover: %+v, %v", run.name, key, r, err)
 				continue
 			}
 			lost += max(0, n-int(r.Limit-r.Remaining))
 		}
-		if lost > 0 || hotAllowed > failoverLimit {
-			t.Errorf("%s: %d units lost in a coordinated failover, hot subject allowed %d (limit %d); want none lost", run.name, lost, hotAllowed, failoverLimit)
+		if (!kill || run.durable) && (lost > 0 || hotAllowed > failoverLimit || aboveCold > 0) {
+			t.Errorf("%s: %d units lost (%s), hot subject allowed %d (limit %d), cold subjects %d above; want none lost, none above",
+				run.name, lost, fault, hotAllowed, failoverLimit, aboveCold)
 		}
-		first, ok := run.firstRedis(tDone)
+		first, ok := run.firstRedis(tPromoted)
 		if !ok {
 			t.Errorf("%s: no decision by Redis within %v of the failover", run.name, failoverRecover)
 			continue
@@ -204,7 +246,7 @@ func TestClusterFailover(t *testing.T) {
 			degraded, total, fmt.Sprintf("%d (%+d)", hotAllowed, hotAllowed-failoverLimit), lost, slowest.Round(time.Millisecond)))
 	}
 	sort.Strings(table)
-	t.Logf("per limiter (FailClosed, limit %d per %v, Timeout %v, durable: Replicas 1, ReplicaTimeout %v), times after CLUSTER FAILOVER was sent:\n%-32s %9s %9s %6s %11s %5s %8s\n%s",
-		failoverLimit, failoverWindow, failoverTimeout, failoverReplicaTimeout,
+	t.Logf("per limiter (FailClosed, limit %d per %v, Timeout %v, durable: Replicas 1, ReplicaTimeout %v), times after %s:\n%-32s %9s %9s %6s %11s %5s %8s\n%s",
+		failoverLimit, failoverWindow, failoverTimeout, failoverReplicaTimeout, fault,
 		"limiter", "redis at", "degraded", "total", "hot allowed", "lost", "slowest", strings.Join(table, "\n"))
 }

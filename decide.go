@@ -72,6 +72,9 @@ func (l *Limiter) report(ctx context.Context, op guard.Op, n int64, r Result, er
 			brk = l.fail.breaker
 		}
 		d.Breaker = brk.State()
+		if l.fail.evict != nil {
+			d.EvictionPolicy = l.fail.evict.poll(ctx, start)
+		}
 	}
 	l.obs.Observe(ctx, d)
 }

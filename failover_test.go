@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,7 +80,7 @@ type failoverSample struct {
 // All limiters share one failover: Sentinel will not fail the same master
 // over again within twice its failover-timeout, so a failover per
 // algorithm would take minutes. Each has its own prefix.
-func TestSentinelFailover(t *testing.T) { testSentinelFailover(t, false) }
+func TestSentinelFailover(t *testing.T) { testSentinelFailover(t, faultKill, strategy.Algorithms()) }
 
 // TestSentinelFailoverLagging is TestSentinelFailover with the replica
 // behind when the primary dies: it is paused (SIGSTOP) and its link cut
@@ -88,9 +89,41 @@ func TestSentinelFailover(t *testing.T) { testSentinelFailover(t, false) }
 // the durability mode let through again the units they had allowed then
 // (asserted: the measure sees it); durable ones acknowledged none of them
 // (their decisions followed the failure policy) and lose nothing.
-func TestSentinelFailoverLagging(t *testing.T) { testSentinelFailover(t, true) }
+func TestSentinelFailoverLagging(t *testing.T) {
+	testSentinelFailover(t, faultLagging, strategy.Algorithms())
+}
 
-func testSentinelFailover(t *testing.T, lagging bool) {
+// TestSentinelFailoverCommand is TestSentinelFailover with a failover by
+// command (SENTINEL FAILOVER): the primary, alive, is demoted to a replica
+// of the promoted one by the Sentinels. Two algorithms keep it short.
+func TestSentinelFailoverCommand(t *testing.T) {
+	testSentinelFailover(t, faultCommand, []strategy.Algorithm{ratelimit.SlidingLog, ratelimit.TokenBucket})
+}
+
+// TestSentinelFailoverStopped is TestSentinelFailover with the primary
+// paused (SIGSTOP) until the Sentinels have promoted the replica, then
+// resumed: it must come back as the new primary's replica, in sync, and
+// the limiters decide by Redis again, none stuck.
+func TestSentinelFailoverStopped(t *testing.T) {
+	testSentinelFailover(t, faultStop, []strategy.Algorithm{ratelimit.FixedWindow, ratelimit.GCRA})
+}
+
+// sentinelFault is what testSentinelFailover does to the primary.
+type sentinelFault int
+
+const (
+	faultKill    sentinelFault = iota // kill -9; it restarts, empty, as a replica
+	faultLagging                      // kill -9, the replica half a second behind
+	faultCommand                      // SENTINEL FAILOVER
+	faultStop                         // SIGSTOP until a replica is promoted, then SIGCONT
+)
+
+func (f sentinelFault) String() string {
+	return [...]string{"kill -9", "kill -9, replica lagging", "SENTINEL FAILOVER", "SIGSTOP until promoted, then SIGCONT"}[f]
+}
+
+func testSentinelFailover(t *testing.T, fault sentinelFault, algs []strategy.Algorithm) {
+	lagging := fault == faultLagging
 	s := testredis.StartSentinel(t)
 	fc := s.Client(t)
 	ctx := context.Background()
@@ -99,7 +132,7 @@ func testSentinelFailover(t *testing.T, lagging bool) {
 	var runs []*failoverRun
 	for _, durable := range []bool{false, true} {
 		for _, batched := range []bool{false, true} {
-			for _, a := range strategy.Algorithms() {
+			for _, a := range algs {
 				var sc redis.Scripter = fc
 				mode := "direct"
 				if batched {
@@ -204,38 +237,91 @@ func testSentinelFailover(t *testing.T, lagging bool) {
 	} else {
 		time.Sleep(time.Second) // steady load; the hot subject reaches its limit
 	}
+	// How far behind the replica is as the fault strikes, in bytes of the
+	// replication stream: what a plain limiter may lose.
+	offset := func(addr, field string) int64 {
+		v, _ := testredis.InfoField(ctx, addr, "replication", field)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	// (read one after the other: about, and 0 when the primary moved on
+	// between the two reads)
+	behind := max(0, offset(old.Addr, "master_repl_offset")-offset(s.Servers[1].Addr, "slave_repl_offset"))
+	// tKill: the fault; tDead: from then on no decision is the old
+	// primary's, so a decision by Redis that starts later is the new one's.
 	tKill := time.Now()
-	if err := old.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// From here on the primary is gone: a decision started later and
-	// made by Redis was made by the new primary.
-	for old.Signal(syscall.Signal(0)) == nil && time.Since(tKill) < 5*time.Second {
-		time.Sleep(time.Millisecond)
-	}
-	tDead := time.Now()
-	if lagging {
-		if err := s.Servers[1].Signal(syscall.SIGCONT); err != nil {
+	var tDead time.Time
+	switch fault {
+	case faultKill, faultLagging:
+		if err := old.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		for old.Signal(syscall.Signal(0)) == nil && time.Since(tKill) < 5*time.Second {
+			time.Sleep(time.Millisecond)
+		}
+		tDead = time.Now()
+		if lagging {
+			if err := s.Servers[1].Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		}
+	case faultCommand:
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr, MaxRetries: -1})
+		err := sc.Failover(ctx, s.MasterName).Err()
+		sc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case faultStop:
+		if err := old.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		tDead = tKill
 	}
 	newAddr, err := s.WaitNewPrimary(ctx, old.Addr)
 	if err != nil {
+		if fault == faultStop {
+			old.Signal(syscall.SIGCONT)
+		}
 		t.Fatal(err)
 	}
 	tPromoted := time.Now()
+	if fault == faultCommand {
+		tDead = tPromoted // the old primary decided until it was demoted
+	}
 	if newAddr != s.Servers[1].Addr {
 		t.Fatalf("new primary %s, want the replica %s", newAddr, s.Servers[1].Addr)
 	}
-	// The old primary comes back, empty, as the new one's replica: the
-	// durable limiters need one.
-	if err := old.RestartAsReplicaOf(newAddr); err != nil {
-		t.Fatal(err)
+	// The old primary comes back as the new one's replica (the durable
+	// limiters need one): restarted empty after a kill, demoted by the
+	// Sentinels otherwise.
+	switch fault {
+	case faultKill, faultLagging:
+		if err := old.RestartAsReplicaOf(newAddr); err != nil {
+			t.Fatal(err)
+		}
+	case faultStop:
+		if err := old.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// Script calls the old primary runs from here on, until it is a
+	// replica, are decisions a split brain loses (or, after a stop,
+	// calls sent before the promotion that their callers gave up on).
+	scriptCalls := func() int64 {
+		n, _ := testredis.Calls(ctx, old.Addr, "evalsha")
+		return n
+	}
+	callsBefore := scriptCalls()
 	syncCtx, cancel := context.WithTimeout(ctx, failoverRecover)
 	defer cancel()
 	if err := testredis.WaitInSync(syncCtx, old.Addr); err != nil {
 		t.Fatal(err)
+	}
+	callsAfter := scriptCalls()
+	_, newPort, _ := strings.Cut(newAddr, ":")
+	if port, err := testredis.InfoField(ctx, old.Addr, "replication", "master_port"); err != nil || port != newPort {
+		t.Fatalf("the old primary replicates port %q (%v); want the new primary's, %s", port, err, newPort)
 	}
 	tSynced := time.Now()
 
@@ -254,8 +340,8 @@ func testSentinelFailover(t *testing.T, lagging bool) {
 	}
 	time.Sleep(time.Second) // and stay Redis's
 	stopLoad()
-	t.Logf("primary killed; dead after %v; Sentinels report %s as the primary %v after the kill; the old primary in sync as its replica %v after the kill",
-		tDead.Sub(tKill).Round(time.Millisecond), newAddr, tPromoted.Sub(tKill).Round(time.Millisecond), tSynced.Sub(tKill).Round(time.Millisecond))
+	t.Logf("fault: %v, the replica %d bytes behind; the old primary's decisions over %v after it; Sentinels report %s as the primary %v after it; the old primary in sync as its replica %v after it, having run %d script calls since the promotion",
+		fault, behind, tDead.Sub(tKill).Round(time.Millisecond), newAddr, tPromoted.Sub(tKill).Round(time.Millisecond), tSynced.Sub(tKill).Round(time.Millisecond), callsAfter-callsBefore)
 
 	var table []string
 	lostPlain := 0 // by the limiters without the durability mode
@@ -300,7 +386,13 @@ func testSentinelFailover(t *testing.T, lagging bool) {
 			if strings.HasPrefix(key, "cold") {
 				aboveCold += max(0, n-failoverLimit)
 			}
+			// a durable limiter's breaker may still be open from the time
+			// it had no replica: Peek until Redis answers
 			r, err := run.l.Peek(ctx, key)
+			for deadline := time.Now().Add(failoverSlack); (err != nil || r.Degraded) && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+				r, err = run.l.Peek(ctx, key)
+			}
 			if err != nil || r.Degraded {
 				t.Errorf("%s: Peek(%q) after the failover: %+v, %v", run.name, key, r, err)
 				continue
@@ -329,8 +421,8 @@ func testSentinelFailover(t *testing.T, lagging bool) {
 	if lagging && lostPlain == 0 {
 		t.Errorf("the replica lagged by half a second of writes, yet the limiters without the durability mode lost no unit: the measure is blind")
 	}
-	t.Logf("lagging replica: %v; per limiter (FailClosed, limit %d per %v, Timeout %v, durable: Replicas 1, ReplicaTimeout %v), times after the kill:\n%-32s %9s %13s %9s %6s %11s %10s %5s %8s\n%s",
-		lagging, failoverLimit, failoverWindow, failoverTimeout, failoverReplicaTimeout,
+	t.Logf("fault: %v; per limiter (FailClosed, limit %d per %v, Timeout %v, durable: Replicas 1, ReplicaTimeout %v), times after the fault:\n%-32s %9s %13s %9s %6s %11s %10s %5s %8s\n%s",
+		fault, failoverLimit, failoverWindow, failoverTimeout, failoverReplicaTimeout,
 		"limiter", "recovered", "last degraded", "degraded", "total", "hot allowed", "cold above", "lost", "slowest", strings.Join(table, "\n"))
 }
 

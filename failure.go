@@ -170,6 +170,7 @@ type failure struct {
 	local   strategy.Strategy // FailLocal: the fallback
 	deny    *denycache.Cache  // nil when off
 	cmp     *compare.Limiter  // with deny: the strategy when it has a candidate, which decides cached denials too
+	evict   *evictionCheck    // with an Observer: whether Redis may evict the limiter's keys
 }
 
 // wrap returns the Limiter of st with the failure handling of cfg and o.
@@ -199,6 +200,11 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 	}
 	if f.policy == FailLocal {
 		f.local = fallback
+	}
+	if o.observer != nil { // New's client, or the Set's check of it
+		if f.evict = o.evict; f.evict == nil {
+			f.evict = newEvictionCheck(o.rdb)
+		}
 	}
 	// A sharded denial says that the shards tried are full, not that the
 	// next request, which may land on another shard, would be denied.

@@ -11,21 +11,21 @@ import (
 // Decision is what a Limiter reports to its Observer after each call,
 // without the subject's key: telemetry must never see it.
 type Decision struct {
-	Policy    string             // Config.Name
-	Algorithm strategy.Algorithm // Config.Algorithm ("" for Wrap's); the candidate's for "compare"
-	Op        string             // "allow", "peek", "reset", "refund" or "compare" (a candidate's decision)
-	N         int64              // the cost asked for
-	Result    Result             // the outcome; zero when Err is set
-	Err       error              // the error returned to the caller, if any
-	Start     time.Time          // when the call started
-	Duration  time.Duration      // how long it took
-
-	Degraded  bool          // the failure policy decided; Cause says why
-	Cause     error         // Degraded: the Redis failure, or breaker.ErrOpen (wrapped)
-	Cached    bool          // the denial cache decided, without a round trip
-	Breaker   breaker.State // the breaker's state after the call (a Limiter on Redis)
-	Evicted   int64         // subjects evicted in this process since the previous report: a sum counts each once
-	Agreement string        // for "compare": a compare.Outcome ("both_allow", "candidate_only_deny"...)
+	Policy         string             // Config.Name
+	Algorithm      strategy.Algorithm // Config.Algorithm ("" for Wrap's); the candidate's for "compare"
+	Op             string             // "allow", "peek", "reset", "refund" or "compare" (a candidate's decision)
+	N              int64              // the cost asked for
+	Result         Result             // the outcome; zero when Err is set
+	Err            error              // the error returned to the caller, if any
+	Start          time.Time          // when the call started
+	Duration       time.Duration      // how long it took
+	Degraded       bool               // the failure policy decided; Cause says why
+	Cause          error              // Degraded: the Redis failure, or breaker.ErrOpen (wrapped)
+	Cached         bool               // the denial cache decided, without a round trip
+	Breaker        breaker.State      // the breaker's state after the call (a Limiter on Redis)
+	Evicted        int64              // subjects evicted in this process since the previous report: a sum counts each once
+	Agreement      string             // for "compare": a compare.Outcome ("both_allow", "candidate_only_deny"...)
+	EvictionPolicy string             // once per Limiter on Redis (per Set): Redis's maxmemory-policy if it may evict keys, or "unknown"; docs/failover.md
 }
 
 // Observer is told of every call of a Limiter, on the caller's goroutine

@@ -20,6 +20,7 @@ type options struct {
 	fallback  strategy.Strategy // WithFallback (Wrap)
 	prebuilt  strategy.Strategy // withStrategy: a promoted candidate
 	rdb       redis.Scripter    // New's client: a cluster's masters get a breaker each
+	evict     *evictionCheck    // withEvictionCheck: a Set's, shared by its Limiters
 	err       error             // the first invalid option
 }
 
@@ -94,4 +95,10 @@ func WithDenyCache(maxSubjects int) Option {
 // one.
 func withStrategy(st strategy.Strategy) Option {
 	return func(o *options) { o.prebuilt = st }
+}
+
+// withEvictionCheck makes New's Limiter report what e finds (see
+// evictionCheck) instead of asking Redis itself: a Set asks once.
+func withEvictionCheck(e *evictionCheck) Option {
+	return func(o *options) { o.evict = e }
 }

@@ -176,8 +176,9 @@ type Set struct {
 // name + ":", a candidate's likewise, so no two policies share keys. It
 // fails with a *FieldError naming the policy and the field.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
+	shared := withEvictionCheck(newEvictionCheck(rdb)) // asked once for the Set
 	s := &Set{mk: func(c Config, extra ...Option) (*Limiter, error) {
-		return New(rdb, c, append(slices.Clone(opts), extra...)...)
+		return New(rdb, c, append(append(slices.Clone(opts), shared), extra...)...)
 	}}
 	st, err := s.build(p, nil)
 	if err != nil {

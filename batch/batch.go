@@ -179,6 +179,10 @@ func New(rdb redis.Scripter, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// Unwrap returns the client the Client was made on, for the commands it
+// does not batch (ratelimit.New asks it CONFIG GET).
+func (c *Client) Unwrap() redis.Scripter { return c.rdb }
+
 // HonoursContext reports whether every call returns by its context's
 // deadline or cancellation whatever the underlying client's settings: true
 // for a *redis.Client and a *redis.Ring, whose callers wait for a pipeline

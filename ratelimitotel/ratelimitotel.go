@@ -46,6 +46,12 @@
 //     current state and 0 for the others, with ratelimit.policy. Recorded
 //     when the state seen changes. Limiters built by NewLocal have no
 //     breaker and report closed.
+//   - ratelimit.redis.eviction_policy (gauge, 1): recorded once per Limiter
+//     on Redis (once per Set) when Redis's maxmemory-policy may evict the
+//     limiter's keys, which resets their subjects, with ratelimit.policy and
+//     ratelimit.eviction_policy (allkeys-lru, volatile-ttl..., or unknown:
+//     CONFIG GET was refused or failed). Alert on any series: no series is
+//     the safe state (noeviction, or no maxmemory).
 //
 // error.type is one of invalid_key, invalid_cost, invalid_option,
 // invalid_limit, circuit_open, timeout, canceled, backend or _OTHER.
@@ -103,6 +109,9 @@ const (
 	MetricCandidateDecisions = "ratelimit.candidate.decisions"
 	MetricBreakerState       = "ratelimit.breaker.state"
 	MetricEvictions          = "ratelimit.evictions"
+	// MetricEvictionPolicy is recorded when Redis may evict a limiter's
+	// keys (ratelimit.Decision.EvictionPolicy).
+	MetricEvictionPolicy = "ratelimit.redis.eviction_policy"
 )
 
 // Attribute keys.
@@ -122,6 +131,8 @@ const (
 	AttrDegraded     = attribute.Key("ratelimit.degraded")
 	AttrCached       = attribute.Key("ratelimit.cached")
 	AttrAgreement    = attribute.Key("ratelimit.agreement")
+	// AttrEvictionPolicy is Redis's maxmemory-policy, or "unknown".
+	AttrEvictionPolicy = attribute.Key("ratelimit.eviction_policy")
 )
 
 // Values of AttrDecision.
@@ -185,6 +196,7 @@ type Observer struct {
 	breaker   metric.Int64Gauge
 	evictions metric.Int64Counter
 	compared  metric.Int64Counter
+	policy    metric.Int64Gauge // MetricEvictionPolicy
 
 	attrSets sync.Map // attrKey -> metric.MeasurementOption
 	breakers sync.Map // policy name -> *breakerSeen
@@ -229,6 +241,9 @@ func New(opts ...Option) (*Observer, error) {
 	err = errors.Join(err, e)
 	o.evictions, e = m.Int64Counter(MetricEvictions, metric.WithUnit("{subject}"),
 		metric.WithDescription("Subjects evicted from a limiter's in-process structures (twin, FailLocal twin, denial cache) to keep within their bound, by policy and algorithm; evicted subjects start fresh."))
+	err = errors.Join(err, e)
+	o.policy, e = m.Int64Gauge(MetricEvictionPolicy, metric.WithUnit("1"),
+		metric.WithDescription("1 when Redis's maxmemory-policy may evict a limiter's keys, resetting their subjects, or is unknown (CONFIG GET refused), by policy and eviction policy."))
 	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
@@ -295,6 +310,9 @@ func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
 	}
 	if d.Evicted > 0 {
 		o.evictions.Add(ctx, d.Evicted, o.attrs(attrKey{policy: k.policy, algorithm: k.algorithm, evictions: true}))
+	}
+	if d.EvictionPolicy != "" { // once per Limiter: no cache of the set
+		o.policy.Record(ctx, 1, metric.WithAttributes(AttrPolicy.String(d.Policy), AttrEvictionPolicy.String(d.EvictionPolicy)))
 	}
 	o.recordBreaker(ctx, d.Policy, d.Breaker)
 	o.span(ctx, d, k)
@@ -411,6 +429,10 @@ func (o *Observer) span(ctx context.Context, d ratelimit.Decision, k attrKey) {
 	} else if d.Degraded && d.Cause != nil {
 		sp.AddEvent("ratelimit.degraded", trace.WithTimestamp(start.Add(d.Duration)),
 			trace.WithAttributes(AttrErrorType.String(ErrorType(d.Cause))))
+	}
+	if d.EvictionPolicy != "" {
+		sp.AddEvent("ratelimit.eviction_policy", trace.WithTimestamp(start.Add(d.Duration)),
+			trace.WithAttributes(AttrEvictionPolicy.String(d.EvictionPolicy)))
 	}
 	sp.End(trace.WithTimestamp(start.Add(d.Duration)))
 }

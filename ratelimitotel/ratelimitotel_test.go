@@ -544,3 +544,37 @@ func TestCandidateAgreement(t *testing.T) {
 		t.Errorf("allowed decisions = %v, want the enforced 3", got)
 	}
 }
+
+// TestEvictionPolicy: a decision that carries Redis's eviction policy
+// records the gauge and an event on its span; the others record neither.
+func TestEvictionPolicy(t *testing.T) {
+	tel := newTelemetry(t)
+	obs := tel.observer(t)
+	ctx := context.Background()
+	d := ratelimit.Decision{Policy: "login", Algorithm: ratelimit.GCRA, Op: "allow", N: 1,
+		Result: ratelimit.Result{Allowed: true, Limit: 5}, Start: time.Now()}
+	obs.Observe(ctx, d)
+	if got := tel.collect(t)[ratelimitotel.MetricEvictionPolicy]; len(got) != 0 {
+		t.Fatalf("%s = %v before any report; want no series", ratelimitotel.MetricEvictionPolicy, got)
+	}
+	d.EvictionPolicy = "allkeys-lru"
+	obs.Observe(ctx, d)
+	got := value(t, tel.collect(t), ratelimitotel.MetricEvictionPolicy,
+		map[string]string{"ratelimit.policy": "login", "ratelimit.eviction_policy": "allkeys-lru"}).value
+	if got != 1 {
+		t.Errorf("%s = %v; want 1", ratelimitotel.MetricEvictionPolicy, got)
+	}
+	var events []string
+	for _, sp := range tel.spans.Ended() {
+		for _, e := range sp.Events() {
+			for _, a := range e.Attributes {
+				if a.Key == ratelimitotel.AttrEvictionPolicy {
+					events = append(events, e.Name+"="+a.Value.AsString())
+				}
+			}
+		}
+	}
+	if want := "ratelimit.eviction_policy=allkeys-lru"; len(events) != 1 || events[0] != want {
+		t.Errorf("span events = %q; want [%q]", events, want)
+	}
+}

@@ -416,6 +416,7 @@ var rateLimitFields = map[string]bool{
 	"unit": true, "requests_per_unit": true, "unlimited": true, "name": true, "replaces": true,
 	// ours
 	"algorithm": true, "burst": true, "shards": true, "on_failure": true, "local_share": true, "timeout": true,
+	"replicas": true, "replica_timeout": true,
 }
 
 var replaceFields = map[string]bool{"name": true}
@@ -427,9 +428,9 @@ var Algorithms = []strategy.Algorithm{
 }
 
 func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *node) error {
-	var unit, alg, onFailure, timeout string
+	var unit, alg, onFailure, timeout, replicaTimeout string
 	var rpu uint64
-	var rpuNode, unitNode, algNode, failNode, timeoutNode *yaml.Node
+	var rpuNode, unitNode, algNode, failNode, timeoutNode, replicasNode, replicaTimeoutNode *yaml.Node
 	var unlimited bool
 	cfg := ratelimit.Config{Name: name, Algorithm: ratelimit.FixedWindow}
 	r := &rule{name: name, shadow: shadow}
@@ -478,6 +479,12 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		case "timeout":
 			timeoutNode = v
 			return p.scalar(v, f, &timeout)
+		case "replicas":
+			replicasNode = v
+			return p.scalar(v, f, &cfg.Replicas)
+		case "replica_timeout":
+			replicaTimeoutNode = v
+			return p.scalar(v, f, &replicaTimeout)
 		}
 		return nil
 	})
@@ -525,6 +532,13 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		}
 		cfg.Timeout = d
 	}
+	if replicaTimeoutNode != nil {
+		d, err := time.ParseDuration(replicaTimeout)
+		if err != nil {
+			return p.errf(replicaTimeoutNode, join(path, "replica_timeout"), "must be a duration such as 20ms, got %q", replicaTimeout)
+		}
+		cfg.ReplicaTimeout = d
+	}
 	cfg.Limit = int64(rpu)
 	cfg.Window = u.Window
 	r.rpu = uint32(rpu)
@@ -534,6 +548,19 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 	cfg.Prefix = string(cfg.Algorithm) + ":"
 	lim, err := p.build(cfg)
 	if err != nil {
+		// the durability fields' errors point at the field (the library
+		// names it in its policy-document spelling)
+		var fe *ratelimit.FieldError
+		if errors.As(err, &fe) {
+			field := fe.JSON
+			at := map[string]*yaml.Node{"replicas": replicasNode, "replica_timeout": replicaTimeoutNode}[field]
+			if at == nil && field == "replica_timeout" { // missing: it is the replicas that want it
+				at, field = replicasNode, "replicas"
+			}
+			if at != nil {
+				return p.errf(at, join(path, field), "%v", err)
+			}
+		}
 		return p.errf(rl, path, "%v", err)
 	}
 	r.limiter = lim

@@ -111,6 +111,13 @@ func TestBadConfig(t *testing.T) {
 		{"bad timeout", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, timeout: soon}\n", 4, "descriptors[0].rate_limit.timeout", "soon"},
 		{"library refuses (timeout too long)", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, timeout: 2h}\n", 4, "descriptors[0].rate_limit", "Timeout"},
 		{"library refuses (negative shards)", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, shards: -3}\n", 4, "descriptors[0].rate_limit", "Shards"},
+		{"replicas not a number", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replicas: two, replica_timeout: 20ms}\n", 4, "descriptors[0].rate_limit.replicas", "two"},
+		{"negative replicas", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replicas: -1\n", 7, "descriptors[0].rate_limit.replicas", ">= 0"},
+		{"too many replicas", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replicas: 101, replica_timeout: 20ms}\n", 4, "descriptors[0].rate_limit.replicas", "<= 100"},
+		{"replicas without replica_timeout", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replicas: 1\n", 7, "descriptors[0].rate_limit.replicas", "ReplicaTimeout must be > 0"},
+		{"bad replica_timeout", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replicas: 1, replica_timeout: soon}\n", 4, "descriptors[0].rate_limit.replica_timeout", "soon"},
+		{"replica_timeout without replicas", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replica_timeout: 20ms\n", 7, "descriptors[0].rate_limit.replica_timeout", "Replicas > 0"},
+		{"replica_timeout not below timeout", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replicas: 1, replica_timeout: 1s, timeout: 500ms}\n", 4, "descriptors[0].rate_limit.replica_timeout", "below"},
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n", 3, "descriptors[0].share_threshold", "wildcard"},
 	}
 	for _, c := range cases {
@@ -154,6 +161,8 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 100, algorithm: gcra, shards: 4}
   - key: year
     rate_limit: {unit: year, requests_per_unit: 1000, algorithm: sliding_counter}
+  - key: durable
+    rate_limit: {unit: hour, requests_per_unit: 10, replicas: 1, replica_timeout: 20ms, on_failure: closed}
 `})
 	for i := 0; i < 3; i++ {
 		if st := e.ask(t, "own", 0, desc("tb", "x")).Statuses[0]; st.Code != ok {
@@ -169,6 +178,11 @@ descriptors:
 	st := e.ask(t, "own", 0, desc("year", "x")).Statuses[0]
 	if st.Code != ok || st.CurrentLimit.Unit != rlsv3.RateLimitResponse_RateLimit_YEAR || st.LimitRemaining != 999 {
 		t.Fatalf("year: got %v", st)
+	}
+	// the test's Redis has no replica: a decision that must reach one is
+	// not acknowledged, and on_failure: closed denies it
+	if st := e.ask(t, "own", 0, desc("durable", "x")).Statuses[0]; st.Code != over {
+		t.Fatalf("durable without a replica (on_failure closed): got %v, want OVER_LIMIT", st.Code)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,8 +97,69 @@ func StartReplicatedClusterProcess() (*ReplicatedCluster, error) {
 			return nil, err
 		}
 	}
+	// A dead master is replaced after the node timeout: short, so that a
+	// test of it is.
+	for _, n := range c.all() {
+		if err := do(ctx, n.Addr, "CONFIG", "SET", "cluster-node-timeout", strconv.Itoa(int(ReplicatedNodeTimeout.Milliseconds()))); err != nil {
+			return nil, fmt.Errorf("cluster node %s: CONFIG SET cluster-node-timeout: %w", n.Addr, err)
+		}
+	}
 	ok = true
 	return c, nil
+}
+
+// ReplicatedNodeTimeout is the cluster-node-timeout of a ReplicatedCluster:
+// a master that does not answer for that long is failing, and its replica
+// takes over.
+const ReplicatedNodeTimeout = 2 * time.Second
+
+// Kill kills Nodes[i] outright (SIGKILL) and waits, a minute at most,
+// until every other node says that Replicas[i] owns its slots, which the
+// replica takes after ReplicatedNodeTimeout; it then swaps Nodes[i] and
+// Replicas[i]. The killed node is down until Rejoin.
+func (c *ReplicatedCluster) Kill(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	dead, replica := c.Nodes[i], c.Replicas[i]
+	id, err := nodeID(ctx, replica.Addr)
+	if err != nil {
+		return err
+	}
+	if err := dead.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	dead.Stop() // reaped
+	c.Nodes[i], c.Replicas[i] = replica, dead
+	for _, n := range c.all() {
+		if n == dead {
+			continue
+		}
+		for {
+			err := ownsSlot(ctx, n.Addr, id, c.Slots[i][0])
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("after killing master %d, node %s: %w (%v)", i, n.Addr, err, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Rejoin restarts Replicas[i], killed by Kill, on its port and its
+// nodes.conf with an empty dataset: it learns that it lost its slots and
+// becomes the new master's replica. Rejoin waits, a minute at most, until
+// it is in sync and every node lists it.
+func (c *ReplicatedCluster) Rejoin(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.Replicas[i].Restart(); err != nil {
+		return err
+	}
+	return c.waitReplica(ctx, i)
 }
 
 // waitReplica waits until Replicas[i] is in sync with Nodes[i] and every
