@@ -53,6 +53,7 @@ func eventually(t *testing.T, cond func() bool, what string) {
 // The FailLocal twin frees idle subjects once their window has passed, with
 // no further request: it used to keep them until their stripe was touched.
 func TestFailLocalFreesIdleSubjects(t *testing.T) {
+	t.Parallel() // its own servers and clock; it mostly waits
 	ctx := context.Background()
 	clock := conformance.NewClock(conformance.Epoch)
 	for _, a := range strategy.Algorithms() {
@@ -79,6 +80,7 @@ func TestFailLocalFreesIdleSubjects(t *testing.T) {
 // WithMaxSubjects bounds the twins of NewLocal and FailLocal; an evicted
 // subject starts fresh, and every eviction reaches the Observer once.
 func TestMaxSubjectsBoundsTheTwins(t *testing.T) {
+	t.Parallel() // its own servers and clock; it mostly waits
 	ctx := context.Background()
 	clock := conformance.NewClock(conformance.Epoch) // never advanced: nothing expires
 	const bound, subjects = 64, 1000

@@ -42,6 +42,7 @@ func TestClusterMasterKilled(t *testing.T) {
 }
 
 func testClusterFailover(t *testing.T, kill bool, algs []strategy.Algorithm) {
+	t.Parallel() // its own topology; it mostly waits on Sentinel or the cluster
 	fault := "CLUSTER FAILOVER"
 	if kill {
 		fault = "SIGKILL"

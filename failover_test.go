@@ -123,6 +123,7 @@ func (f sentinelFault) String() string {
 }
 
 func testSentinelFailover(t *testing.T, fault sentinelFault, algs []strategy.Algorithm) {
+	t.Parallel() // its own topology; it mostly waits on Sentinel or the cluster
 	lagging := fault == faultLagging
 	s := testredis.StartSentinel(t)
 	fc := s.Client(t)

@@ -628,6 +628,7 @@ func TestBreakerShared(t *testing.T) {
 // exactly the same decisions, while sparing round trips: it never denies
 // what Redis would have allowed.
 func TestDenyCacheNeverDeniesWhatRedisAllows(t *testing.T) {
+	t.Parallel() // its own servers and clock; it mostly waits
 	seed := uint64(time.Now().UnixNano())
 	for _, a := range strategy.Algorithms() {
 		t.Run(string(a), func(t *testing.T) {
