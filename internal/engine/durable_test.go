@@ -144,4 +144,18 @@ func TestDurable(t *testing.T) {
 	if c := engine.Run(ctx, rdb, *call("plain", false)); c.Err != nil {
 		t.Errorf("a call without Replicas, the replica paused: %v", c.Err)
 	}
+	// A denial records nothing a failover could forget: it stands, the
+	// replica paused or not, and only the allowed call fails.
+	deny, allow := redis.NewScript("return {0, 5, 1000, 1000}"), redis.NewScript("return {1, 5, 4, 1000}")
+	cs = []*engine.Call{
+		{Script: deny, Keys: []string{"denied"}, Decode: true, Capacity: 5, Replicas: 1, ReplicaTimeout: timeout},
+		{Script: allow, Keys: []string{"allowed"}, Decode: true, Capacity: 5, Replicas: 1, ReplicaTimeout: timeout},
+	}
+	engine.Exec(ctx, rdb, cs)
+	if c := cs[0]; c.Err != nil || c.Result.Allowed || c.Result.Limit != 5 {
+		t.Errorf("a durable denial with the replica paused = %+v, %v; want Redis's denial", c.Result, c.Err)
+	}
+	if c := cs[1]; !errors.Is(c.Err, strategy.ErrNotReplicated) {
+		t.Errorf("a durable allowance with the replica paused: err %v, want ErrNotReplicated", c.Err)
+	}
 }

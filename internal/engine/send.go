@@ -286,13 +286,14 @@ func send(ctx context.Context, p Sender, cs []*Call, res []outcome, idx []int, e
 }
 
 // acknowledge fails the durable calls idx of cs that ran (no error in res)
-// but that fewer replicas than each requires acknowledged, by the reply
-// of the pipeline's WAIT wcmd.
+// and recorded units but that fewer replicas than each requires
+// acknowledged, by the reply of the pipeline's WAIT wcmd. A denial records
+// nothing a failover could forget: it stands.
 func acknowledge(cs []*Call, res []outcome, idx []int, wcmd *redis.Cmd, w wait) {
 	got, err := wcmd.Int64()
 	for _, i := range idx {
 		need := int64(cs[i].Replicas)
-		if need <= 0 || res[i].err != nil {
+		if need <= 0 || res[i].err != nil || (cs[i].Decode && denial(res[i].v)) {
 			continue
 		}
 		switch {
@@ -411,4 +412,10 @@ type textOf struct {
 func (t *textOf) Eval(_ context.Context, script string, _ []string, _ ...any) *redis.Cmd {
 	t.src = script
 	return nil
+}
+
+// denial reports whether v, a decision script's reply (see Decode), denies.
+func denial(v any) bool {
+	arr, ok := v.([]any)
+	return ok && len(arr) == 4 && arr[0] == int64(0)
 }
