@@ -361,7 +361,15 @@ func TestDegradedAndBreaker(t *testing.T) {
 			if s.Status().Code == codes.Error {
 				t.Errorf("degraded span %s has status Error: the caller got no error", s.Name())
 			}
-			if len(s.Events()) != 1 || s.Events()[0].Name != "ratelimit.degraded" {
+			// the Limiter's one eviction-policy report may land on any
+			// span: count the degraded events only
+			n := 0
+			for _, ev := range s.Events() {
+				if ev.Name == "ratelimit.degraded" {
+					n++
+				}
+			}
+			if n != 1 {
 				t.Errorf("degraded span events = %v, want one ratelimit.degraded event", s.Events())
 			}
 		}
