@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,4 +223,154 @@ func TestLeaseReload(t *testing.T) {
 	if after > before {
 		t.Errorf("%d goroutines before 30 reloads of a leased policy, %d after; want no more", before, after)
 	}
+}
+
+// TestLeaseMaxSubjects: Config.MaxSubjects bounds the subjects holding a
+// lease: beyond it a subject is decided by Redis, one script call each.
+func TestLeaseMaxSubjects(t *testing.T) {
+	srv := testredis.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	cfg := ratelimit.Config{Algorithm: ratelimit.TokenBucket, Limit: 1000, Window: time.Minute, Lease: true, MaxSubjects: 2, Timeout: 10 * time.Second}
+	l, err := ratelimit.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		for range 50 {
+			if _, err := l.Allow(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if calls := redisCalls(t, rdb); calls >= 50 {
+		t.Fatalf("%d script calls for 100 decisions of two subjects: they did not lease", calls)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if r, err := l.Allow(ctx, "c"); err != nil || !r.Allowed {
+			t.Fatalf("Allow(c) = %+v, %v", r, err)
+		}
+	}
+	if calls := redisCalls(t, rdb); calls != 50 {
+		t.Errorf("%d script calls for 50 decisions of a third subject, want 50: MaxSubjects 2 did not bound the leases", calls)
+	}
+}
+
+// TestLeaseFailLocal: with Redis down, a leased policy serves what its
+// lease holds, as Redis decided it; then FailLocal's twin decides, with
+// the policy's local share, as it does without leases.
+func TestLeaseFailLocal(t *testing.T) {
+	srv := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 80, Window: time.Minute, Lease: true,
+		OnFailure: ratelimit.FailLocal, LocalShare: 0.25, Timeout: 10 * time.Second}
+	l, err := ratelimit.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held int64
+	for i := 0; i < 20 || (held == 0 && i < 40); i++ {
+		r, err := l.Allow(ctx, "k")
+		if err != nil || !r.Allowed || r.Degraded {
+			t.Fatalf("Redis up: %+v, %v; want allowed by Redis's lease", r, err)
+		}
+		held = r.Remaining
+	}
+	if held == 0 {
+		t.Fatal("the lease holds nothing; the test needs some")
+	}
+	srv.Stop()
+	for i := range held {
+		if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Degraded {
+			t.Fatalf("Redis down, unit %d of the %d the lease holds: %+v, %v; want allowed from the lease", i, held, r, err)
+		}
+	}
+	var local int64
+	for range 40 {
+		r, err := l.Allow(ctx, "k")
+		if err != nil || !r.Degraded {
+			t.Fatalf("Redis down, the lease spent: %+v, %v; want FailLocal's decision", r, err)
+		}
+		if r.Allowed {
+			local++
+		}
+	}
+	if want := cfg.Limit / 4; local != want {
+		t.Errorf("FailLocal's twin allowed %d, want its share %d", local, want)
+	}
+}
+
+// TestLeaseReplicas: a leased policy in the durability mode sends one
+// WAIT per lease taken (not per decision), and a lease whose WAIT comes
+// back short is not served: the failure policy decides.
+func TestLeaseReplicas(t *testing.T) {
+	p := testredis.StartPair(t)
+	rdb := p.Primary.Client(t)
+	ctx := context.Background()
+	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1000, Window: time.Minute, Lease: true,
+		Replicas: 1, ReplicaTimeout: time.Second, OnFailure: ratelimit.FailClosed, Timeout: 10 * time.Second}
+	causes := &lastCause{}
+	l, err := ratelimit.New(rdb, cfg, ratelimit.WithObserver(causes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Degraded {
+			t.Fatalf("replica in sync: %+v, %v; want allowed", r, err)
+		}
+	}
+	waits, err := testredis.Calls(ctx, p.Primary.Addr, "wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := redisCalls(t, rdb); waits != calls || calls == 0 || calls > 200/4 {
+		t.Errorf("200 decisions: %d script calls and %d WAITs; want one WAIT per lease, a few leases", calls, waits)
+	}
+	// the replica paused: the lease in hand (replicated) is spent, and the
+	// next one, not replicated, is never served
+	if err := p.Replica.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Replica.Signal(syscall.SIGCONT) })
+	for i := range 300 {
+		r, err := l.Allow(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Degraded {
+			if c := causes.last(); r.Allowed || !errors.Is(c, strategy.ErrNotReplicated) {
+				t.Errorf("replica paused, decision %d: %+v (cause %v); want FailClosed's denial caused by ErrNotReplicated", i, r, c)
+			}
+			return
+		}
+	}
+	t.Error("replica paused: 300 decisions, none degraded; want the first lease taken after the pause refused")
+}
+
+// lastCause is an Observer that keeps the last degraded decision's cause.
+type lastCause struct {
+	mu    sync.Mutex
+	cause error
+}
+
+func (o *lastCause) Observe(_ context.Context, d ratelimit.Decision) {
+	if d.Degraded {
+		o.mu.Lock()
+		o.cause = d.Cause
+		o.mu.Unlock()
+	}
+}
+
+func (o *lastCause) last() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cause
 }

@@ -110,10 +110,10 @@ type Config struct {
 	Prefix    string             // "prefix": key namespace; default "rl:"
 	Rules     []multilimit.Rule  // "rules": Multi's rules; Limit, Window, Burst and Shards are then 0
 
-	// MaxSubjects ("max_subjects") bounds the subjects held in this
-	// process by an in-process Limiter's twin or the FailLocal twin; 0
-	// means strategy.DefaultMaxSubjects. Beyond it the least recently used
-	// subject of a stripe is evicted (Decision.Evicted) and starts afresh.
+	// MaxSubjects ("max_subjects") bounds the subjects a twin (NewLocal's,
+	// FailLocal's) holds, 0 meaning strategy.DefaultMaxSubjects, evicting the
+	// least recently used (Decision.Evicted); and those holding a lease (0:
+	// 10,000), beyond which a subject is decided by Redis, one call each.
 	MaxSubjects int
 
 	// Candidate ("candidate") is an algorithm or limit tried in shadow
@@ -337,7 +337,7 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		// each shard's strategy through the same constructor, with its share
 		st, err = sharded.New(cfg.Shards, cfg.limit(), mk)
 	case cfg.Lease && rdb != nil: // an in-process twin is as fast as a lease
-		st, err = lease.New(cfg.limit(), mk, lease.WithClock(o.clock))
+		st, err = lease.New(cfg.limit(), mk, lease.WithClock(o.clock), leaseSubjects(cfg.MaxSubjects))
 	default:
 		st, err = mk(cfg.limit())
 	}
@@ -348,6 +348,15 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		return nil, err
 	}
 	return st, nil
+}
+
+// leaseSubjects is the lease option of MaxSubjects n (0: the lease's
+// default).
+func leaseSubjects(n int) lease.Option {
+	if n == 0 {
+		return nil
+	}
+	return lease.WithMaxSubjects(n)
 }
 
 // leasable are the algorithms package lease can lease, in the order an

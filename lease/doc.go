@@ -62,8 +62,10 @@
 //
 // When the wrapped strategy fails (Redis down), the lease still serves
 // what it holds until its end; then the error is returned, for the
-// caller's failure policy. A denial is served in process for up to a
-// lifetime (at most its RetryAfter) without a call.
+// caller's failure policy. Redis restarting empty forgets every count, as
+// without leases; the leases held then are spent on top, so that window
+// holds at most the limit and one lease per process. A denial is served
+// in process for up to a lifetime (at most its RetryAfter) without a call.
 //
 // # Telemetry
 //
@@ -78,14 +80,18 @@
 //
 // One small struct per subject with a lease, at most WithMaxSubjects
 // (10,000 by default; beyond, decisions go to the wrapped strategy). A
-// Limiter runs no goroutine: once a lifetime, the call that finds a sweep
-// due (one atomic load per decision tells) sweeps, on its own goroutine and
-// under its context, before it returns: it gives back ended leases and
-// forgets subjects idle for four lifetimes, looking at most at 1,024
-// subjects and making at most 4 refunds; what it leaves, a later sweep
-// does. Close is optional: it gives back what every lease holds. A Limiter
-// dropped without it (a policy replaced by a reload) leaks nothing; its
-// leases end, their unspent units lost to under-admission, at most one
+// Limiter runs no goroutine of its own: once a lifetime, the call that
+// finds a sweep due (one atomic load per decision tells) sweeps before it
+// returns, looking at most at 1,024 subjects: it forgets those idle for
+// four lifetimes and takes back what ended leases hold. The token bucket's
+// and GCRA's refunds of those units, at most 4 per sweep, run on a
+// goroutine that lives for those round trips only, one sweep's at a time,
+// so that the caller neither waits for them nor strands them by its
+// cancellation (they keep its context's values, not its deadline, and
+// have 1s each); what a sweep leaves, a later one does. Close is optional:
+// it gives back what every lease holds, and waits for a sweep's refunds. A
+// Limiter dropped without it (a policy replaced by a reload) leaks nothing;
+// its leases end, their unspent units lost to under-admission, at most one
 // lease per subject (for the token bucket and GCRA, until the bucket
 // refills them).
 package lease

@@ -11,3 +11,6 @@ import (
 func (l *Limiter) AllowAt(ctx context.Context, key string, n int64) (strategy.Result, int64, error) {
 	return l.allow(ctx, key, n)
 }
+
+// WaitRefunds waits for the refunds of the sweeps that started.
+func (l *Limiter) WaitRefunds() { l.refunds.Wait() }

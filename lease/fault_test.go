@@ -126,3 +126,62 @@ func TestDeadProcess(t *testing.T) {
 	}
 	t.Logf("dead process spent %d, held %d unspent; the live one got %d of the limit %d", spent, held, got, lim.Limit)
 }
+
+// TestRedisRestartsEmpty: Redis restarting without its data forgets every
+// count, as it does without leases: subjects start afresh. What the
+// leases held at the restart is spent on top (their units were counted by
+// the Redis that forgot them), so after the restart a window holds at
+// most the limit plus those units; then leases are taken from the new
+// Redis as before, without an error once it answers.
+func TestRedisRestartsEmpty(t *testing.T) {
+	for _, a := range []algorithm{algorithms[0], algorithms[2]} { // a log and a bucket
+		t.Run(a.name, func(t *testing.T) {
+			srv := testredis.Start(t)
+			rdb := srv.Client(t)
+			lim := strategy.Limit{Limit: 100, Window: time.Minute}
+			l, err := lease.New(lim, func(lim strategy.Limit) (strategy.Strategy, error) {
+				return a.build(rdb, lim)
+			}, lease.WithLifetime(6*time.Second), lease.WithShare(4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close(context.Background()) })
+			ctx := context.Background()
+			var held int64
+			for range 60 {
+				res, err := l.AllowN(ctx, "k", 1)
+				if err != nil || !res.Allowed {
+					t.Fatalf("before the restart: %+v, %v; want allowed", res, err)
+				}
+				held = res.Remaining
+			}
+			if held == 0 {
+				t.Fatal("the lease holds nothing at the restart; the test needs some")
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			var allowed, failed int64
+			for range 300 {
+				res, err := l.AllowN(ctx, "k", 1)
+				switch {
+				case err != nil:
+					failed++ // the connections the restart broke
+				case res.Allowed:
+					allowed++
+				}
+			}
+			t.Logf("held %d at the restart; after it %d allowed, %d failed; %+v", held, allowed, failed, l.Stats())
+			if allowed > lim.Capacity()+held {
+				t.Errorf("after the restart %d allowed: more than the limit %d and the %d the lease held", allowed, lim.Capacity(), held)
+			}
+			// the new Redis counts afresh: all but less than one block
+			if want := lim.Capacity() + held - lim.Capacity()/4; allowed < want {
+				t.Errorf("after the restart %d allowed, want at least %d: the subject did not start afresh", allowed, want)
+			}
+			if failed > 3 {
+				t.Errorf("%d decisions failed after the restart; want the few on broken connections at most", failed)
+			}
+		})
+	}
+}

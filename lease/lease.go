@@ -15,8 +15,9 @@ import (
 
 // Limiter decides through leases taken from the strategy it wraps (see
 // the package doc). It implements strategy.Strategy and is safe for
-// concurrent use. It runs no goroutine of its own: a Limiter dropped
-// without Close leaks nothing (see Close).
+// concurrent use. It runs no goroutine of its own but a sweep's refunds
+// (a few round trips, one sweep's at a time): a Limiter dropped without
+// Close leaks nothing (see Close).
 type Limiter struct {
 	inner strategy.Strategy
 	rule  engine.LeaseRule
@@ -40,6 +41,9 @@ type Limiter struct {
 	count    atomic.Int64
 	closed   atomic.Bool
 	sweepAt  atomic.Int64 // Unix ns (the limiter's clock): the next sweep is due then
+	// a sweep's refunds, on a goroutine of their own: at most one at a time
+	refunding atomic.Bool
+	refunds   sync.WaitGroup
 
 	stats counters
 }
@@ -422,13 +426,14 @@ func (l *Limiter) observe(ev Event) {
 	}
 }
 
-// The bounds of one sweep's work, done on the goroutine of the call that
-// found it due: the subjects it looks at, and the refunds (calls to the
-// wrapped strategy) it makes. A lease a sweep leaves is given back by a
-// later one, or by its subject's next lease.
+// The bounds of one sweep's work: the subjects it looks at, and the
+// refunds (calls to the wrapped strategy) it makes, and how long they may
+// take. A lease a sweep leaves is given back by a later one, or by its
+// subject's next lease.
 const (
 	sweepSubjects = 1024
 	sweepRefunds  = 4
+	sweepTimeout  = time.Second
 )
 
 // sweepDue sweeps if no other call has since the sweep became due at
@@ -441,37 +446,70 @@ func (l *Limiter) sweepDue(ctx context.Context, now int64) {
 	l.sweep(ctx, now)
 }
 
+// giveBackReq is units of key's ended lease a sweep gives back.
+type giveBackReq struct {
+	key   string
+	units int64
+}
+
 // sweep gives back what ended leases hold and drops subjects idle for
-// four lifetimes, at most sweepSubjects of them and sweepRefunds refunds,
-// under ctx (a refund that fails strands its units: under-admission only).
+// four lifetimes, at most sweepSubjects of them. For the bucket's rule,
+// at most sweepRefunds refunds, made on a goroutine of their own (one at
+// a time, none while the last sweep's still run), so that the caller that
+// swept does not wait for them and its cancellation does not strand
+// them: under ctx's values but not its deadline, each sweepTimeout at
+// most (a refund that fails strands its units: under-admission only).
 func (l *Limiter) sweep(ctx context.Context, now int64) {
 	idle := int64(4 * l.life)
-	seen, refunds := 0, 0
+	burst := l.rule == engine.LeaseBurst
+	// false while the last sweep's refunds still run: leave the leases to
+	// the next sweep
+	mayRefund := burst && l.refunding.CompareAndSwap(false, true)
+	var backs []giveBackReq
+	seen := 0
 	l.subjects.Range(func(k, v any) bool {
 		key, s := k.(string), v.(*subject)
 		s.mu.Lock()
 		var back int64
-		if s.fill == nil && now >= s.expires && s.left > 0 && (l.rule != engine.LeaseBurst || refunds < sweepRefunds) {
+		if s.fill == nil && now >= s.expires && s.left > 0 && (!burst || (mayRefund && len(backs) < sweepRefunds)) {
 			back, s.left = s.left, 0
 		}
 		if s.fill == nil && s.left == 0 && now-s.lastUse > idle && now >= s.denyUntil {
 			l.drop(key, s)
 		}
 		s.mu.Unlock()
-		if back > 0 {
-			if l.rule == engine.LeaseBurst {
-				refunds++
-			}
-			l.giveBack(ctx, key, back)
+		switch {
+		case back > 0 && burst:
+			backs = append(backs, giveBackReq{key, back})
+		case back > 0:
+			l.giveBack(ctx, key, back) // strands: no call
 		}
 		seen++
 		return seen < sweepSubjects
 	})
+	if len(backs) == 0 {
+		if mayRefund {
+			l.refunding.Store(false)
+		}
+		return
+	}
+	l.refunds.Add(1)
+	go func() {
+		defer l.refunds.Done()
+		defer l.refunding.Store(false)
+		rctx := context.WithoutCancel(ctx)
+		for _, b := range backs {
+			c, cancel := context.WithTimeout(rctx, sweepTimeout)
+			l.giveBack(c, b.key, b.units)
+			cancel()
+		}
+	}()
 }
 
 // Close gives back what every lease holds (under the bucket's rule; see
-// the package doc), under ctx. It is optional: a Limiter dropped without
-// Close holds no goroutine, and its leases simply end, their unspent units
+// the package doc), under ctx, and waits for a sweep's refunds that still
+// run. It is optional: a Limiter dropped without Close holds no goroutine
+// (but for a sweep's refunds, for a few round trips), and its leases simply end, their unspent units
 // lost to under-admission (at most one lease per subject). Decisions after
 // Close go to the wrapped strategy, one call each. It returns ctx's error
 // when ctx ended before every lease was given back.
@@ -500,6 +538,13 @@ func (l *Limiter) Close(ctx context.Context) error {
 		l.giveBack(ctx, key, back)
 		return true
 	})
+	// and the last sweep's refunds, if they still run
+	done := make(chan struct{})
+	go func() { l.refunds.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 	return ctx.Err()
 }
 

@@ -106,7 +106,8 @@ func TestCloseGivesBack(t *testing.T) {
 }
 
 // TestIdleGivesBack: when demand stops, the first call (of any subject)
-// that finds a sweep due gives the ended lease back, on its own goroutine.
+// that finds a sweep due gives the ended lease back, on a goroutine of the
+// sweep's.
 func TestIdleGivesBack(t *testing.T) {
 	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
 	l := bucket(t, clock)
@@ -124,8 +125,33 @@ func TestIdleGivesBack(t *testing.T) {
 	if res, err := l.AllowN(ctx, "other", 1); err != nil || !res.Allowed {
 		t.Fatalf("AllowN(other) = %+v, %v", res, err)
 	}
+	l.WaitRefunds()
 	if st := l.Stats(); st.Taken-st.Returned != 101 {
 		t.Errorf("%+v: want taken - returned = the 101 spent, k's lease given back by the sweep", st)
+	}
+}
+
+// TestSweepOutlivesCaller: the sweep's refunds run on their own goroutine,
+// detached from the caller that swept: a caller whose context is already
+// canceled still has the ended lease given back, not stranded.
+func TestSweepOutlivesCaller(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock)
+	ctx := context.Background()
+	for range 100 {
+		l.AllowN(ctx, "k", 1)
+	}
+	held := l.Stats().Taken - 100
+	if held <= 0 {
+		t.Fatalf("%+v: the lease holds nothing unspent; the test needs some", l.Stats())
+	}
+	clock.Advance(time.Second) // the lease ended long ago
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	l.AllowN(canceled, "other", 1) // its own decision fails or not; it sweeps
+	l.WaitRefunds()
+	if st := l.Stats(); st.Returned != held || st.Stranded != 0 {
+		t.Errorf("%+v: want the %d units k's lease held returned, none stranded", st, held)
 	}
 }
 
@@ -153,8 +179,8 @@ func TestSweepForgetsIdle(t *testing.T) {
 	}
 }
 
-// TestNoGoroutine: a Limiter runs no goroutine, so many dropped without
-// Close leave none behind.
+// TestNoGoroutine: a Limiter runs no goroutine but a sweep's refunds,
+// which end, so many dropped without Close leave none behind.
 func TestNoGoroutine(t *testing.T) {
 	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
 	rdb := mini(t)
@@ -173,6 +199,7 @@ func TestNoGoroutine(t *testing.T) {
 		}
 		clock.Advance(time.Second)
 		l.AllowN(ctx, "k", 1) // sweeps
+		l.WaitRefunds()
 	}
 	after := runtime.NumGoroutine()
 	for i := 0; after > before && i < 100; i++ {

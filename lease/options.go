@@ -78,8 +78,8 @@ func WithClock(c strategy.Clock) Option {
 // WithObserver sets a function told of every lease event (a lease taken
 // or denied, units given back or stranded), never of the subject's key.
 // It is called on the goroutine that caused the event (a caller's, also
-// when its call swept; Close's), so it must be quick and safe for
-// concurrent use.
+// when its call swept; Close's; a sweep's refunds'), so it must be quick
+// and safe for concurrent use.
 // Decisions made in process are not events: Stats counts them. A nil f is
 // ignored.
 func WithObserver(f func(Event)) Option {
