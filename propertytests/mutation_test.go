@@ -434,6 +434,12 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		subjects: "lease-tokenbucket|lease-gcra", backends: "miniredis|redis|local",
 	},
 	{
+		name:     "lease: the sweep takes an ended lease's units and never gives them back",
+		file:     "lease/lease.go",
+		edits:    []edit{{old: `backs = append(backs, giveBackReq{key, back})`, new: `_ = giveBackReq{key, back} // MUTANT`}},
+		subjects: "lease-tokenbucket|lease-gcra", backends: "miniredis|redis|local",
+	},
+	{
 		name:     "lease: a unit spent after its lease ended",
 		file:     "lease/lease.go",
 		edits:    []edit{{old: `if s.left >= n && now < s.expires {`, new: `if s.left >= n { // MUTANT`}},
