@@ -14,12 +14,36 @@ import (
 )
 
 // BenchmarkHotSubject: one subject, 64 callers, on a real redis-server,
-// decided directly (one EVALSHA per decision) and through a lease. It
-// reports decisions/s and the Redis calls per decision. The limit is far
-// above the demand: every decision is allowed.
+// decided directly (one EVALSHA per decision) and through a lease, and
+// the EVALSHA floor (a script that returns 1, the fastest any decision on
+// Redis can be). It reports decisions/s and the Redis calls per decision.
+// The limit is far above the demand: every decision is allowed.
 func BenchmarkHotSubject(b *testing.B) {
 	srv := testredis.Shared(b)
 	lim := strategy.Limit{Limit: 1 << 40, Window: time.Second}
+	b.Run("floor", func(b *testing.B) {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+		defer rdb.Close()
+		floor := redis.NewScript("return 1")
+		ctx := context.Background()
+		if err := floor.Load(ctx, rdb).Err(); err != nil {
+			b.Fatal(err)
+		}
+		b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1))
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := floor.EvalSha(ctx, rdb, []string{"hot"}).Err(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+		b.ReportMetric(1, "calls/decision")
+	})
 	for _, a := range algorithms {
 		for _, mode := range []string{"direct", "leased"} {
 			b.Run(a.name+"/"+mode, func(b *testing.B) {
