@@ -428,8 +428,7 @@ func (c *Client) lane(node *redis.Client) *lane {
 	if len(c.lanes) >= maxLanes || c.closed.Load() {
 		return nil
 	}
-	o := node.Options()
-	l = &lane{c: c, node: node, inline: o.ContextTimeoutEnabled, read: o.ReadTimeout,
+	l = &lane{c: c, node: node, inline: node.Options().ContextTimeoutEnabled,
 		kick: make(chan struct{}, c.pipes)}
 	c.lanes[node] = l
 	return l
@@ -459,10 +458,6 @@ type lane struct {
 	node   *redis.Client
 	inline bool // node stops at a context's deadline itself
 	kick   chan struct{}
-	// read is node's ReadTimeout; patient is node without it, for calls
-	// whose deadline is further (inline lanes only; made on first use)
-	read    time.Duration
-	patient atomic.Pointer[redis.Client]
 
 	mu       sync.Mutex
 	queue    []*waiter
@@ -722,43 +717,11 @@ func batchContext(base context.Context, batch []*waiter) (context.Context, conte
 // nil: the lone caller, under ctx), and on a cluster MOVED and ASK
 // followed through the cluster client.
 func (l *lane) send(ctx context.Context, calls []*engine.Call, live func(int) bool) {
-	t := engine.Target{Node: l.nodeFor(ctx), Load: l.node, Live: live}
+	t := engine.Target{Node: l.node, Load: l.node, Live: live}
 	if l.c.cluster != nil {
 		t.Redirect = l.c.cluster
 	}
 	engine.Send(ctx, t, calls)
-}
-
-// patientTimeout is the read and write timeout of a lane's patient
-// client: longer than any deadline a caller sets, so that the deadline
-// decides.
-const patientTimeout = 24 * time.Hour
-
-// nodeFor returns the client to send calls under ctx with. On an inline
-// lane (ContextTimeoutEnabled), when ctx's deadline (a pipeline's: the
-// latest of its callers') is further than the node's ReadTimeout, a clone
-// of the node (sharing its connections and hooks) whose timeouts the
-// deadline undercuts: go-redis then reads until that deadline, so that a
-// slow pipeline fails none of its callers before its own deadline (those
-// with earlier ones leave at theirs). Otherwise the node: ReadTimeout
-// bounds the read, as it does unbatched, and is the only bound go-redis
-// has without ContextTimeoutEnabled.
-func (l *lane) nodeFor(ctx context.Context) *redis.Client {
-	if !l.inline || l.read <= 0 {
-		return l.node
-	}
-	d, ok := ctx.Deadline()
-	if !ok || time.Until(d) <= l.read {
-		return l.node
-	}
-	if p := l.patient.Load(); p != nil {
-		return p
-	}
-	p := l.node.WithTimeout(patientTimeout)
-	if !l.patient.CompareAndSwap(nil, p) {
-		return l.patient.Load()
-	}
-	return p
 }
 
 func errCmd(ctx context.Context, err error) *redis.Cmd {

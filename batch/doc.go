@@ -54,14 +54,6 @@
 //     in its pipeline are not held back. A call that fails as its caller's
 //     deadline is reached (the socket's i/o timeout at that deadline)
 //     fails with an error wrapping context.DeadlineExceeded.
-//   - With ContextTimeoutEnabled, a call or pipeline waits for Redis until
-//     its deadline (a pipeline's: the latest of its callers'), even past
-//     the client's ReadTimeout: it goes through a clone of the client
-//     (redis.Client.WithTimeout, sharing its connections and its hooks as
-//     they were then) whose timeouts the deadline undercuts. A slow
-//     pipeline thus fails none of its callers before their own deadline.
-//     Without ContextTimeoutEnabled, ReadTimeout bounds every read, as
-//     unbatched.
 //   - Close fails queued calls with ErrClosed, releases the callers of
 //     pipelines in flight with an error wrapping ErrClosed (their calls
 //     may have run), and returns once the Client's goroutines (half of
