@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -416,8 +417,10 @@ var rateLimitFields = map[string]bool{
 	"unit": true, "requests_per_unit": true, "unlimited": true, "name": true, "replaces": true,
 	// ours
 	"algorithm": true, "burst": true, "shards": true, "on_failure": true, "local_share": true, "timeout": true,
-	"replicas": true, "replica_timeout": true,
+	"replicas": true, "replica_timeout": true, "lease": true, "candidate": true,
 }
+
+var candidateFields = map[string]bool{"algorithm": true, "unit": true, "requests_per_unit": true, "burst": true}
 
 var replaceFields = map[string]bool{"name": true}
 
@@ -430,7 +433,7 @@ var Algorithms = []strategy.Algorithm{
 func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *node) error {
 	var unit, alg, onFailure, timeout, replicaTimeout string
 	var rpu uint64
-	var rpuNode, unitNode, algNode, failNode, timeoutNode, replicasNode, replicaTimeoutNode *yaml.Node
+	var rpuNode, unitNode, algNode, failNode, timeoutNode, replicasNode, replicaTimeoutNode, candNode, leaseNode *yaml.Node
 	var unlimited bool
 	cfg := ratelimit.Config{Name: name, Algorithm: ratelimit.FixedWindow}
 	r := &rule{name: name, shadow: shadow}
@@ -485,6 +488,12 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		case "replica_timeout":
 			replicaTimeoutNode = v
 			return p.scalar(v, f, &replicaTimeout)
+		case "lease":
+			leaseNode = v
+			return p.scalar(v, f, &cfg.Lease)
+		case "candidate":
+			candNode = v
+			return p.fields(v, f, candidateFields, func(string, *yaml.Node) error { return nil }) // read below
 		}
 		return nil
 	})
@@ -546,14 +555,24 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 	// Each algorithm keeps its keys apart, so a reload that changes a
 	// descriptor's algorithm never reads another algorithm's state.
 	cfg.Prefix = string(cfg.Algorithm) + ":"
+	if candNode != nil {
+		cc, err := p.candidate(candNode, join(path, "candidate"), cfg)
+		if err != nil {
+			return err
+		}
+		cfg.Candidate = cc
+	}
 	lim, err := p.build(cfg)
 	if err != nil {
-		// the durability fields' errors point at the field (the library
+		// the errors of the durability, lease and candidate fields point at the field (the library
 		// names it in its policy-document spelling)
 		var fe *ratelimit.FieldError
 		if errors.As(err, &fe) {
 			field := fe.JSON
-			at := map[string]*yaml.Node{"replicas": replicasNode, "replica_timeout": replicaTimeoutNode}[field]
+			at := map[string]*yaml.Node{"replicas": replicasNode, "replica_timeout": replicaTimeoutNode, "lease": leaseNode}[field]
+			if field == "candidate" || strings.HasPrefix(field, "candidate.") {
+				at, field = candNode, "candidate"
+			}
 			if at == nil && field == "replica_timeout" { // missing: it is the replicas that want it
 				at, field = replicasNode, "replicas"
 			}
@@ -566,4 +585,58 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 	r.limiter = lim
 	n.rule = r
 	return nil
+}
+
+// candidate reads a descriptor's candidate (ratelimit.Config.Candidate): an
+// algorithm or limit tried in shadow beside the descriptor's own, each
+// field defaulting to the descriptor's, on keys of its own.
+func (p *parser) candidate(n *yaml.Node, path string, own ratelimit.Config) (*ratelimit.Config, error) {
+	cc := &ratelimit.Config{Algorithm: own.Algorithm, Limit: own.Limit, Window: own.Window, Burst: own.Burst}
+	var alg, unit string
+	var rpu uint64
+	var algNode, unitNode, rpuNode *yaml.Node
+	err := p.fields(n, path, candidateFields, func(k string, v *yaml.Node) error {
+		f := join(path, k)
+		switch k {
+		case "algorithm":
+			algNode = v
+			return p.scalar(v, f, &alg)
+		case "unit":
+			unitNode = v
+			return p.scalar(v, f, &unit)
+		case "requests_per_unit":
+			rpuNode = v
+			return p.scalar(v, f, &rpu)
+		case "burst":
+			return p.scalar(v, f, &cc.Burst)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if algNode != nil {
+		cc.Algorithm = strategy.Algorithm(alg)
+		if !slices.Contains(Algorithms, cc.Algorithm) {
+			return nil, p.errf(algNode, join(path, "algorithm"), "must be one of %v, got %q", Algorithms, alg)
+		}
+	}
+	if unitNode != nil {
+		u, ok := Units[strings.ToLower(unit)]
+		if !ok {
+			return nil, p.errf(unitNode, join(path, "unit"), "must be one of second, minute, hour, day, week, month, year, got %q", unit)
+		}
+		cc.Window = u.Window
+	}
+	if rpuNode != nil {
+		if rpu > math.MaxUint32 {
+			return nil, p.errf(rpuNode, join(path, "requests_per_unit"), "must be at most %d, got %d", uint32(math.MaxUint32), rpu)
+		}
+		cc.Limit = int64(rpu)
+	}
+	if cc.Algorithm == own.Algorithm && cc.Limit == own.Limit && cc.Window == own.Window && cc.Burst == own.Burst {
+		return nil, p.errf(n, path, "must differ from the descriptor's own algorithm or limit")
+	}
+	cc.Prefix = "candidate:" + string(cc.Algorithm) + ":"
+	return cc, nil
 }

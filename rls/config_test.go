@@ -1,10 +1,13 @@
 package rls_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -118,6 +121,13 @@ func TestBadConfig(t *testing.T) {
 		{"bad replica_timeout", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replicas: 1, replica_timeout: soon}\n", 4, "descriptors[0].rate_limit.replica_timeout", "soon"},
 		{"replica_timeout without replicas", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      replica_timeout: 20ms\n", 7, "descriptors[0].rate_limit.replica_timeout", "Replicas > 0"},
 		{"replica_timeout not below timeout", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replicas: 1, replica_timeout: 1s, timeout: 500ms}\n", 4, "descriptors[0].rate_limit.replica_timeout", "below"},
+		{"lease with shards", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      shards: 2\n      lease: true\n", 8, "descriptors[0].rate_limit.lease", "shards"},
+		{"lease not a bool", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, lease: often}\n", 4, "descriptors[0].rate_limit.lease", "often"},
+		{"bad candidate algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      candidate: {algorithm: leaky}\n", 7, "descriptors[0].rate_limit.candidate.algorithm", "leaky"},
+		{"bad candidate unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      candidate: {unit: fortnight}\n", 7, "descriptors[0].rate_limit.candidate.unit", "fortnight"},
+		{"unknown candidate field", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      candidate: {shards: 2}\n", 7, "descriptors[0].rate_limit.candidate.shards", "unknown field"},
+		{"candidate same as own", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      candidate: {algorithm: fixed_window}\n", 7, "descriptors[0].rate_limit.candidate", "must differ"},
+		{"library refuses the candidate", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      candidate: {algorithm: gcra, burst: -1}\n", 7, "descriptors[0].rate_limit.candidate", "Burst"},
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n", 3, "descriptors[0].share_threshold", "wildcard"},
 	}
 	for _, c := range cases {
@@ -163,6 +173,13 @@ descriptors:
     rate_limit: {unit: year, requests_per_unit: 1000, algorithm: sliding_counter}
   - key: durable
     rate_limit: {unit: hour, requests_per_unit: 10, replicas: 1, replica_timeout: 20ms, on_failure: closed}
+  - key: leased
+    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: sliding_log, lease: true}
+  - key: tried
+    rate_limit:
+      unit: hour
+      requests_per_unit: 10
+      candidate: {algorithm: gcra, requests_per_unit: 2}
 `})
 	for i := 0; i < 3; i++ {
 		if st := e.ask(t, "own", 0, desc("tb", "x")).Statuses[0]; st.Code != ok {
@@ -183,6 +200,35 @@ descriptors:
 	// not acknowledged, and on_failure: closed denies it
 	if st := e.ask(t, "own", 0, desc("durable", "x")).Statuses[0]; st.Code != over {
 		t.Fatalf("durable without a replica (on_failure closed): got %v, want OVER_LIMIT", st.Code)
+	}
+	// leased: exact under concurrency, as without leases
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if e.ask(t, "own", 0, desc("leased", "x")).Statuses[0].Code == ok {
+				allowed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := allowed.Load(); got != 10 {
+		t.Fatalf("leased sliding log, 30 concurrent requests of a limit of 10: %d allowed, want 10", got)
+	}
+	// the candidate decides in shadow, on keys of its own: the descriptor's
+	// limit of 10 answers, and the candidate's GCRA keys are in Redis
+	for i := range 3 {
+		if st := e.ask(t, "own", 0, desc("tried", "x")).Statuses[0]; st.Code != ok || st.CurrentLimit.RequestsPerUnit != 10 {
+			t.Fatalf("descriptor with a candidate, request %d: got %v, want OK under its own limit of 10", i+1, st)
+		}
+	}
+	// start's prefix is "test:" + t.Name() + ":" + a stamp of its own + ":"
+	pattern := "test:" + t.Name() + ":*:candidate:gcra:*"
+	keys, err := shared(t).Keys(context.Background(), pattern).Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys matching %q: %v (%v), want the candidate's", pattern, keys, err)
 	}
 }
 

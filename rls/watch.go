@@ -19,6 +19,11 @@ import (
 func NewBuilder(rdb redis.Scripter, prefix string, opts ...ratelimit.Option) Builder {
 	return func(cfg ratelimit.Config) (*ratelimit.Limiter, error) {
 		cfg.Prefix = prefix + cfg.Prefix
+		if cfg.Candidate != nil {
+			cc := *cfg.Candidate
+			cc.Prefix = prefix + cc.Prefix
+			cfg.Candidate = &cc
+		}
 		return ratelimit.New(rdb, cfg, opts...)
 	}
 }
