@@ -18,6 +18,7 @@ import (
 	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/internal/testredis"
+	"github.com/ratekit/ratelimit/multilimit"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -28,9 +29,8 @@ func TestLeaseConfig(t *testing.T) {
 	for _, c := range []struct {
 		name, policy, field, says string
 	}{
-		{"compact log", `"algorithm": "compact_log", "limit": 5, "window": "1m", "lease": true`, "lease", `lease needs algorithm "sliding_log", "fixed_window", "token_bucket", "gcra", got "compact_log"`},
-		{"sliding counter", `"algorithm": "sliding_counter", "limit": 5, "window": "1m", "lease": true`, "lease", `got "sliding_counter"`},
-		{"multi", `"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 5, "window": "1m"}], "lease": true`, "lease", `got "multi"`},
+		{"multi", `"algorithm": "multi", "rules": [{"algorithm": "sliding_log", "limit": 5, "window": "1m"}], "lease": true`, "lease",
+			`lease needs algorithm "sliding_log", "compact_log", "fixed_window", "sliding_counter", "token_bucket", "gcra", got "multi"`},
 		{"shards", `"algorithm": "gcra", "limit": 100, "window": "1s", "shards": 4, "lease": true`, "lease", "lease needs shards 0 or 1, got 4"},
 		{"tiers", `"algorithm": "token_bucket", "limit": 100, "window": "1s", "tiers": {"pro": {"limit": 1000}}, "lease": true`, "lease", "lease needs no tiers"},
 		{"not a bool", `"algorithm": "gcra", "limit": 100, "window": "1s", "lease": "yes"`, "lease", `want true or false, got "yes"`},
@@ -72,10 +72,11 @@ func TestLeaseConfig(t *testing.T) {
 	})
 
 	t.Run("Go names", func(t *testing.T) {
-		_, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.CompactLog, Limit: 5, Window: time.Minute, Lease: true})
+		rules := []multilimit.Rule{{Algorithm: ratelimit.SlidingLog, Limit: ratelimit.Limit{Limit: 5, Window: time.Minute}}}
+		_, err := ratelimit.New(nil, ratelimit.Config{Algorithm: ratelimit.Multi, Rules: rules, Lease: true})
 		var fe *ratelimit.FieldError
 		if !errors.As(err, &fe) || fe.Field != "Lease" || !strings.Contains(err.Error(), "Lease needs Algorithm") {
-			t.Errorf("New(compact log, Lease) err = %v; want a *FieldError of Lease in Go names", err)
+			t.Errorf("New(multi, Lease) err = %v; want a *FieldError of Lease in Go names", err)
 		}
 		// an unknown algorithm is Algorithm's error, whatever Lease says
 		_, err = ratelimit.New(nil, ratelimit.Config{Algorithm: "nope", Limit: 5, Window: time.Minute, Lease: true})
@@ -126,7 +127,7 @@ func TestLeaseHotSubject(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	const callers, each = 8, 2500
-	for _, a := range []strategy.Algorithm{ratelimit.SlidingLog, ratelimit.FixedWindow, ratelimit.TokenBucket, ratelimit.GCRA} {
+	for _, a := range []strategy.Algorithm{ratelimit.SlidingLog, ratelimit.CompactLog, ratelimit.FixedWindow, ratelimit.SlidingCounter, ratelimit.TokenBucket, ratelimit.GCRA} {
 		t.Run(string(a), func(t *testing.T) {
 			start := conformance.Epoch
 			clock := conformance.NewClock(start)
@@ -160,7 +161,7 @@ func TestLeaseHotSubject(t *testing.T) {
 			wg.Wait()
 			elapsed := clock.Now().Sub(start)
 			calls := redisCalls(t, rdb)
-			bound := cfg.Limit // the logs and the fixed window, within one window
+			bound := cfg.Limit // the logs and the windows, within one window
 			if a == ratelimit.TokenBucket || a == ratelimit.GCRA {
 				bound += (cfg.Limit*elapsed.Milliseconds() + cfg.Window.Milliseconds() - 1) / cfg.Window.Milliseconds()
 			}

@@ -361,7 +361,7 @@ func leaseSubjects(n int) lease.Option {
 
 // leasable are the algorithms package lease can lease, in the order an
 // error lists them.
-var leasable = []strategy.Algorithm{SlidingLog, FixedWindow, TokenBucket, GCRA}
+var leasable = []strategy.Algorithm{SlidingLog, CompactLog, FixedWindow, SlidingCounter, TokenBucket, GCRA}
 
 // checkLease reports whether cfg may lease (Config.Lease): one of the
 // leasable algorithms, unsharded, without tiers (a lease decides under one

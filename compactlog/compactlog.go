@@ -65,7 +65,7 @@ var refundSrc string
 // spec is the compact log's: its decisions are the exact sliding log's,
 // which the twin keeps as a unitlog.Log.
 var spec = engine.Spec[params, unitlog.Log]{
-	Name: "compactlog", Tag: "cl",
+	Name: "compactlog", Tag: "cl", Lease: engine.LeaseAhead,
 	Script: engine.Script(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
 	Refund:   engine.Script(refundSrc, scriptSrc),

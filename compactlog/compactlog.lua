@@ -6,7 +6,9 @@
 --          first; each is decoded as the latest time <= newest that it fits
 -- ARGV     limit, window ms, n (0: peek), default width, now ms (-1: server
 --          TIME), 1 to read and write the string by ranges (large limits)
---          or 0 to read and write it whole
+--          or 0 to read and write it whole, and optionally ahead ms (a
+--          lease, see package lease): the units are recorded at now + ahead,
+--          so they count until now + ahead + window
 -- returns  when allowed, reset after ms * (limit + 1) + remaining if that is
 --          below 2^53; else {allowed, remaining, retry after ms (-1: never),
 --          reset after ms}
@@ -16,6 +18,7 @@ local window = ARGV[2] + 0
 local n = ARGV[3] + 0
 local wdef = ARGV[4] + 0
 local now = now_ms(ARGV[5])
+local ahead = (ARGV[7] or 0) + 0
 -- a unit recorded at t counts while now - t < window
 local floor = now - window
 local byte = string.byte
@@ -187,8 +190,9 @@ if want > limit then return never(limit, live, reset) end
 
 if live + want <= limit then
   if n > 0 then
-    -- recorded at the newest unit's time if the clock went back
-    local t = math.max(now, newest)
+    -- recorded ahead for a lease; at the newest unit's time if the clock
+    -- went back (the ring stays in time order)
+    local t = math.max(now + ahead, newest)
     store(n, t)
     reset = t + window - now
   end

@@ -10,16 +10,22 @@
 // from its use: leasing never lets more through than the algorithm
 // promises. The rule per algorithm (L is the lease's lifetime):
 //
-//   - sliding log: the lease is decided against the units that count now
-//     and recorded L ahead of now, so its units count from the decision
-//     until its end + Window; no window (t - Window, t] ever holds more
-//     than Limit spent units. What a lease does not spend is not given
-//     back: the log's refund takes the newest units, which may be another
-//     process's lease. (Compact log: not leasable.)
+//   - sliding log and compact log: the lease is decided against the units
+//     that count now and recorded L ahead of now, so its units count from
+//     the decision until its end + Window; no window (t - Window, t] ever
+//     holds more than Limit spent units. What a lease does not spend is
+//     not given back: the log's refund takes the newest units, which may
+//     be another process's lease.
 //   - fixed window: a lease ends no later than the window it was decided
 //     in (its ResetAfter), so no aligned window holds more than Limit.
 //     What it does not spend lapses with the window (a refund landing
 //     after the window's end would come out of the next window).
+//   - sliding counter: as the fixed window, a lease ends no later than
+//     the aligned window it was decided in (its ResetAfter less one
+//     Window), so its units are in that window's count: no aligned window
+//     holds more than Limit. A unit spent later than decided was decided
+//     against more of the previous window's count than at its use, so
+//     the counter's sliding bound holds too. Unspent units lapse.
 //   - token bucket and GCRA: the bucket is kept with the burst less the
 //     refill of one lifetime, Burst' = Burst - ceil(Limit × L / Window)
 //     (New builds the strategy with it), so the units spent in any
@@ -28,7 +34,6 @@
 //     spend is given back (RefundN) when it ends, when its subject goes
 //     idle, and on Close: a refund of unspent units leaves the bucket no
 //     fuller than had they never been taken.
-//   - sliding counter: not leasable.
 //
 // Every process of a subject must lease (with the same lifetime): a
 // process deciding directly, with the whole burst, is not bound by

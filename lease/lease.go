@@ -63,7 +63,7 @@ type subject struct {
 	rate  float64
 	asked int64
 	mark  int64
-	// windowEnd: the end of the last fixed window leased from (Unix ns)
+	// windowEnd: the end of the last aligned window leased from (Unix ns)
 	windowEnd int64
 	lastUse   int64
 	dead      bool // removed from the map: look the key up again
@@ -75,8 +75,9 @@ var ErrNoLease = errors.New("lease: the strategy cannot be leased")
 
 // New returns a Limiter that enforces lim through leases of the strategy
 // build returns, an algorithm of this module on Redis (slidinglog,
-// fixedwindow, tokenbucket, gcra: their New) or the local twin of
-// fixedwindow, tokenbucket or gcra. build is called once with lim, and
+// compactlog, fixedwindow, slidingcounter, tokenbucket, gcra: their New)
+// or the local twin of fixedwindow, slidingcounter, tokenbucket or gcra
+// (the logs' twins record nothing ahead). build is called once with lim, and
 // for the token bucket and GCRA once more with the burst a lease decides
 // under (see the package doc). Another strategy is an error wrapping
 // ErrNoLease; build's error is returned as is; an invalid option is an
@@ -319,9 +320,9 @@ func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Res
 			return res, at, nil
 		}
 		life := l.life
-		if l.rule == engine.LeaseWindow {
-			life = min(life, res.ResetAfter)
-			s.windowEnd = start + int64(res.ResetAfter)
+		if end, ok := l.windowEnd(res); ok {
+			life = min(life, end)
+			s.windowEnd = start + int64(end)
 		}
 		s.left, s.expires = got-n, start+int64(life)
 		s.lastUse = start
@@ -329,6 +330,18 @@ func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Res
 		s.mu.Unlock()
 		return res, at, nil
 	}
+}
+
+// windowEnd returns, for the aligned windows' rules, how long after an
+// allowed lease decision res its window ends, and false for the others.
+func (l *Limiter) windowEnd(res strategy.Result) (time.Duration, bool) {
+	switch l.rule {
+	case engine.LeaseWindow:
+		return res.ResetAfter, true
+	case engine.LeaseCounter: // ResetAfter is the next window's end
+		return res.ResetAfter - l.lim.Window, true
+	}
+	return 0, false
 }
 
 // direct decides n units of key through the wrapped strategy.
@@ -345,7 +358,7 @@ func (l *Limiter) direct(ctx context.Context, key string, n int64) (strategy.Res
 
 // size returns the units of the next lease for a request of n at now (s
 // locked): the demand of the last lifetimes over half a lifetime (or what
-// is left of a fixed window), at least n, at most maxBlock (or n).
+// is left of an aligned window), at least n, at most maxBlock (or n).
 func (l *Limiter) size(s *subject, now, n int64) int64 {
 	if s.mark != 0 {
 		// over at least a quarter lifetime: callers that queued behind
@@ -360,7 +373,7 @@ func (l *Limiter) size(s *subject, now, n int64) int64 {
 	s.asked, s.mark = 0, now
 	life := l.life
 	if s.windowEnd > now {
-		life = min(life, time.Duration(s.windowEnd-now)) // the fixed window's lease ends with it
+		life = min(life, time.Duration(s.windowEnd-now)) // an aligned window's lease ends with it
 	}
 	// half the demand of a lifetime: the lease runs out about half-way, so
 	// that steady demand strands little when it ends

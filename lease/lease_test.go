@@ -14,7 +14,6 @@ import (
 	"github.com/ratekit/ratelimit/compactlog"
 	"github.com/ratekit/ratelimit/internal/conformance"
 	"github.com/ratekit/ratelimit/lease"
-	"github.com/ratekit/ratelimit/slidingcounter"
 	"github.com/ratekit/ratelimit/slidinglog"
 	"github.com/ratekit/ratelimit/strategy"
 	"github.com/ratekit/ratelimit/tokenbucket"
@@ -38,9 +37,8 @@ func TestNewErrors(t *testing.T) {
 		want  error
 	}{
 		{"nil build", nil, nil, strategy.ErrInvalidOption},
-		{"compact log", func(l strategy.Limit) (strategy.Strategy, error) { return compactlog.New(rdb, l) }, nil, lease.ErrNoLease},
-		{"sliding counter", func(l strategy.Limit) (strategy.Strategy, error) { return slidingcounter.New(rdb, l) }, nil, lease.ErrNoLease},
 		{"the log's twin", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.NewLocal(l) }, nil, lease.ErrNoLease},
+		{"the compact log's twin", func(l strategy.Limit) (strategy.Strategy, error) { return compactlog.NewLocal(l) }, nil, lease.ErrNoLease},
 		{"lifetime 0", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.New(rdb, l) }, []lease.Option{lease.WithLifetime(0)}, strategy.ErrInvalidOption},
 		{"share 0", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.New(rdb, l) }, []lease.Option{lease.WithShare(0)}, strategy.ErrInvalidOption},
 		{"max subjects 0", func(l strategy.Limit) (strategy.Strategy, error) { return slidinglog.New(rdb, l) }, []lease.Option{lease.WithMaxSubjects(0)}, strategy.ErrInvalidOption},

@@ -451,6 +451,24 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 		edits:    []edit{{old: `local t = now + ahead`, new: `local t = now`}},
 		subjects: "lease-slidinglog", backends: "miniredis|redis",
 	},
+	{
+		name:     "lease: a late unit counted in the wrong window (the compact log's lease not recorded ahead)",
+		file:     "compactlog/compactlog.lua",
+		edits:    []edit{{old: `local t = math.max(now + ahead, newest)`, new: `local t = math.max(now, newest)`}},
+		subjects: "lease-compactlog", backends: "miniredis|redis",
+	},
+	{
+		name:     "lease: a window algorithm's lease outlives its aligned window",
+		file:     "lease/lease.go",
+		edits:    []edit{{old: "\t\t\tlife = min(life, end)\n", new: "\t\t\tlife = life // MUTANT\n"}},
+		subjects: "lease-fixedwindow|lease-slidingcounter", backends: "miniredis|redis|local",
+	},
+	{
+		name:     "lease: the sliding counter's lease ends with the next window instead of its own",
+		file:     "lease/lease.go",
+		edits:    []edit{{old: `return res.ResetAfter - l.lim.Window, true`, new: `return res.ResetAfter, true // MUTANT`}},
+		subjects: "lease-slidingcounter", backends: "miniredis|redis|local",
+	},
 }
 
 // mutationSeed and mutationCases make the mutation check deterministic

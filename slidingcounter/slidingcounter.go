@@ -50,7 +50,7 @@ var scriptSrc string
 var refundSrc string
 
 var spec = engine.Spec[params, counts]{
-	Name: "slidingcounter", Tag: "sc",
+	Name: "slidingcounter", Tag: "sc", Lease: engine.LeaseCounter,
 	Script: engine.Script(scriptSrc),
 	// the refund, then the decision script as a peek: one atomic call
 	Refund:     engine.Script(refundSrc, scriptSrc),

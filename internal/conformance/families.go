@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -153,7 +154,8 @@ func ExactLogSpec[R Keyed, L Twin](newRedis NewRedis[R], newLocal NewLocal[L], t
 
 // ExactLog runs, each a subtest over every backend, the window edges of an
 // exact log (sliding log, compact log): a unit counts while now - t <
-// Window, and RetryAfter for a cost of n waits for the n-th oldest unit.
+// Window, RetryAfter for a cost of n waits for the n-th oldest unit, and
+// units recorded ahead (a lease's) count until then + Window.
 func ExactLog[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
 	t.Helper()
 	t.Run("window edges", func(t *testing.T) {
@@ -180,6 +182,7 @@ func ExactLog[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLoc
 			}
 		})
 	})
+	t.Run("units recorded ahead", func(t *testing.T) { unitsAhead(t, newRedis, newLocal) })
 	t.Run("RetryAfter for a cost", func(t *testing.T) {
 		// units at 0, 100, 200, 300, 400 ms of limit 5/s; at 500ms a request
 		// of 3 needs the three oldest to leave: the third leaves at 1200ms.
@@ -199,6 +202,56 @@ func ExactLog[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLoc
 				}
 			}
 		})
+	})
+}
+
+// allowAheader is an exact log on Redis: it records a lease's units ahead
+// of now (package lease).
+type allowAheader interface {
+	AllowAhead(ctx context.Context, key string, n int64, ahead time.Duration) (strategy.Result, error)
+}
+
+// unitsAhead: units recorded ahead (a lease's) count from the decision
+// until now + ahead + Window, and later requests are recorded no earlier.
+// The local twin records nothing ahead (it is not leased).
+func unitsAhead[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	OnBackendsAt(t, strategy.Limit{Limit: 10, Window: time.Second}, Epoch, newRedis, newLocal, func(t *testing.T, name string, st strategy.Strategy, clock *Clock) {
+		a, ok := st.(allowAheader)
+		if name == "local" {
+			if ok {
+				t.Fatalf("the local twin has AllowAhead")
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("%T has no AllowAhead", st)
+		}
+		ctx := context.Background()
+		res, err := a.AllowAhead(ctx, "k", 6, 100*time.Millisecond)
+		if err != nil || !res.Allowed || res.Remaining != 4 || res.ResetAfter != 1100*time.Millisecond {
+			t.Fatalf("AllowAhead(6, 100ms) = %+v, %v; want allowed, 4 remaining, reset after 1.1s", res, err)
+		}
+		steps := []struct {
+			name      string
+			advance   time.Duration
+			n         int64
+			allowed   bool
+			remaining int64
+		}{
+			{"the lease's units count now", 0, 5, false, 4},
+			{"and just before ahead + Window", 1099 * time.Millisecond, 5, false, 4},
+			{"they leave at ahead + Window", time.Millisecond, 10, true, 0},
+		}
+		for _, s := range steps {
+			clock.Advance(s.advance)
+			res, err := st.AllowN(ctx, "k", s.n)
+			if err != nil || res.Allowed != s.allowed || res.Remaining != s.remaining {
+				t.Errorf("%s: AllowN(%d) = %+v, %v; want allowed %v, remaining %d", s.name, s.n, res, err, s.allowed, s.remaining)
+			}
+		}
+		if _, err := a.AllowAhead(ctx, "k", 1, 0); err == nil {
+			t.Error("AllowAhead with ahead 0: no error")
+		}
 	})
 }
 

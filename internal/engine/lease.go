@@ -30,6 +30,14 @@ const (
 	// that units decided in [t - L, t'] and spent in [t, t'] stay within
 	// burst + rate × (t' - t).
 	LeaseBurst
+	// LeaseCounter: the sliding counter. As LeaseWindow, a lease never
+	// outlives the aligned window it was decided in, whose end is the
+	// decision's ResetAfter less one Window (an allowed decision's
+	// ResetAfter is the end of the next window). Its units are in that
+	// window's count, and a unit spent later than decided was decided
+	// against more of the previous window's count than at its use: the
+	// counter's bounds hold.
+	LeaseCounter
 )
 
 // LeaseRule returns the algorithm's lease rule.

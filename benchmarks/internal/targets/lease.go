@@ -15,7 +15,7 @@ import (
 // that leasing keeps the algorithm's bound.
 func LeasedTargets() []Target {
 	var ts []Target
-	for _, a := range []strategy.Algorithm{strategy.SlidingLog, strategy.FixedWindow, strategy.TokenBucket, strategy.GCRA} {
+	for _, a := range []strategy.Algorithm{strategy.SlidingLog, strategy.CompactLog, strategy.FixedWindow, strategy.SlidingCounter, strategy.TokenBucket, strategy.GCRA} {
 		ts = append(ts, Target{Name: string(a) + " leased", Kind: Leased, Algorithm: string(a),
 			Note: "lease.New(lim, " + string(a) + ".New), default options",
 			New: func(e Env) (Decider, error) {
