@@ -71,7 +71,8 @@
 //
 // RefundN gives n units back: TAT moves back by n emission intervals, never
 // earlier than now, TAT = max(now, TAT - n × Window/Limit), so a subject
-// never holds more than its capacity. GCRA does not remember which units
+// never holds more than its capacity, and a refund whose clock is behind
+// the last decision's gives back n units, not the refill between. GCRA does not remember which units
 // were spent: a refund after time passed gives back only what is missing.
 // A TAT last written under a per-call limit gets nothing back. RefundN
 // returns the state after the refund, as Peek reports it, from one script

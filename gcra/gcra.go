@@ -138,11 +138,20 @@ func give(v *tat, own *exact.Params, now, n int64) (strategy.Result, int64) {
 	if v.WP != 0 {
 		return decide(v, own, own, now, 0)
 	}
-	if ahead := v.ahead(own, now); n >= exact.CeilDiv(ahead, own.WP) {
+	// TAT - n emission intervals from the stored TAT, not capped at an
+	// empty bucket from now: a refund whose clock is behind the last
+	// decision's gives back n units and no more. A TAT more than two
+	// capacities after now is left as it is (under-admission only).
+	switch d := v.ms - now; {
+	case d < 0:
 		*v = tat{}
-	} else {
-		ahead -= n * own.WP
-		v.ms, v.frac = now+ahead/own.LP, ahead%own.LP
+	case d <= 2*own.FullMs && d*own.LP+v.frac <= 2*own.Full:
+		if ahead := d*own.LP + v.frac; n >= exact.CeilDiv(ahead, own.WP) {
+			*v = tat{}
+		} else {
+			ahead -= n * own.WP
+			v.ms, v.frac = now+ahead/own.LP, ahead%own.LP
+		}
 	}
 	return v.take(own, v.ahead(own, now), now, 0)
 }

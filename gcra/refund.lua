@@ -21,9 +21,15 @@ do
     else
       q, r = tonumber(string.sub(v, 1, -digits - 1)), tonumber(string.sub(v, -digits))
     end
+    -- from the stored TAT, not capped at an empty bucket from now: a
+    -- refund whose clock is behind the last decision's gives back n units
+    -- and no more; a TAT more than two capacities after now (a huge
+    -- product is inexact but then above that) is left as it is
+    local ahead = 0
     if q and r and q >= now then
-      local ahead = math.min((q - now) * lp + r, full)
-      -- a huge product is inexact but then above ahead, which is exact
+      ahead = (q - now) * lp + r
+    end
+    if ahead > 0 and ahead <= 2 * full then
       ahead = ahead - ARGV[11] * wp
       if ahead <= 0 then
         redis.call('DEL', key)

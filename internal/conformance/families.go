@@ -77,6 +77,29 @@ func Bucket[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal
 	t.Run("exact against rationals", func(t *testing.T) { ExactAgainstRationals(t, newRedis, newLocal) })
 	t.Run("concurrent exactly capacity", func(t *testing.T) { ConcurrentExactlyCapacity(t, newRedis, newLocal) })
 	t.Run("refund after refill", func(t *testing.T) { refundAfterRefill(t, newRedis, newLocal) })
+	t.Run("refund from a clock behind", func(t *testing.T) { refundFromBehind(t, newRedis, newLocal) })
+}
+
+// refundFromBehind: a refund whose clock is behind the last decision's (a
+// process whose clock lags, a refund sent late) gives back its units and
+// no more: the bucket emptied at t and given 3 back from t - 500 ms holds
+// 3 at t, not the 5 more that refilled between the two clocks.
+func refundFromBehind[R, L strategy.Strategy](t *testing.T, newRedis NewRedis[R], newLocal NewLocal[L]) {
+	OnBackends(t, strategy.Limit{Limit: 10, Window: time.Second}, newRedis, newLocal, func(t *testing.T, st strategy.Strategy, clock *Clock) {
+		rf := st.(strategy.Refunder)
+		if r := Allow(t, st, "b", 10); !r.Allowed {
+			t.Fatalf("AllowN(10) = %+v", r)
+		}
+		at := clock.Now()
+		clock.Set(at.Add(-500 * time.Millisecond))
+		if _, err := rf.RefundN(ctx, "b", 3); err != nil {
+			t.Fatal(err)
+		}
+		clock.Set(at)
+		if r := Allow(t, st, "b", 0); r.Remaining != 3 {
+			t.Errorf("at the emptying decision's time after RefundN(3) from 500ms before: %+v, want Remaining 3", r)
+		}
+	})
 }
 
 // refundAfterRefill: a refund tops the bucket up to its capacity, no
