@@ -17,8 +17,9 @@ import (
 //  2. Reset and RefundN go to their own steps (no failure policy);
 //  3. a decision of an in-process Limiter goes to its strategy;
 //  4. one of a Limiter on Redis goes through guarded: input, the caller's
-//     context, the denial cache, the breaker, the guard's timeout, then the
-//     failure policy (failure.go) when Redis fails;
+//     context, a lease's or the denial cache's decision in process, the
+//     breaker, the guard's timeout, then the failure policy (failure.go)
+//     when Redis fails;
 //  5. shadow mode turns a denial into a pass marked Shadow;
 //  6. report tells the Observer.
 
@@ -105,6 +106,13 @@ func (l *Limiter) guarded(ctx context.Context, c guard.Call) (Result, outcome, e
 	// call: that is not a failure of Redis, and no policy applies.
 	if err := guard.Ended(ctx, true); err != nil { // a deadline already past bounds any call
 		return Result{}, outcome{}, err
+	}
+	// what a lease decides in process needs no breaker or timeout: it
+	// makes no call (a lease serves what it holds while Redis is down)
+	if f.lease != nil && c.Op == guard.Allow && c.Lim.Window == 0 {
+		if r, ok := f.lease.AllowLocal(ctx, c.Key, c.N); ok {
+			return r, outcome{cached: true}, nil
+		}
 	}
 	cache := f.deny != nil && c.Op == guard.Allow
 	if cache && c.N <= strategy.MaxUnits { // only valid keys are ever cached

@@ -15,6 +15,7 @@ import (
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/guard"
 	"github.com/ratekit/ratelimit/internal/quote"
+	"github.com/ratekit/ratelimit/lease"
 	"github.com/ratekit/ratelimit/strategy"
 )
 
@@ -170,6 +171,7 @@ type failure struct {
 	local   strategy.Strategy // FailLocal: the fallback
 	deny    *denycache.Cache  // nil when off
 	cmp     *compare.Limiter  // with deny: the strategy when it has a candidate, which decides cached denials too
+	lease   *lease.Limiter    // the strategy when it leases: what it decides in process goes first
 	evict   *evictionCheck    // with an Observer: whether Redis may evict the limiter's keys
 }
 
@@ -187,6 +189,7 @@ func wrap(st strategy.Strategy, cfg Config, o options, fallback strategy.Strateg
 		timeout = defaultTimeout
 	}
 	f := &failure{policy: cfg.OnFailure, guard: guard.New(timeout, honours(st)), breaker: o.breaker}
+	f.lease, _ = st.(*lease.Limiter)
 	if f.policy == "" {
 		f.policy = FailOpen
 	}

@@ -375,3 +375,80 @@ func (o *lastCause) last() error {
 	defer o.mu.Unlock()
 	return o.cause
 }
+
+// leaseLog is an Observer that keeps every Decision.
+type leaseLog struct {
+	mu sync.Mutex
+	ds []ratelimit.Decision
+}
+
+func (o *leaseLog) Observe(_ context.Context, d ratelimit.Decision) {
+	o.mu.Lock()
+	o.ds = append(o.ds, d)
+	o.mu.Unlock()
+}
+
+// TestLeaseTelemetry: a leased policy's Observer sees every decision, the
+// ones made from a lease marked Cached, and each lease event as a
+// Decision of its own: the leases taken (their units), and what ended
+// leases gave back or stranded.
+func TestLeaseTelemetry(t *testing.T) {
+	for _, a := range []strategy.Algorithm{ratelimit.TokenBucket, ratelimit.SlidingLog} {
+		t.Run(string(a), func(t *testing.T) {
+			clock := conformance.NewClock(conformance.Epoch)
+			_, rdb := conformance.Miniredis(t)
+			obs := &leaseLog{}
+			cfg := ratelimit.Config{Name: "hot", Algorithm: a, Limit: 1000, Window: time.Minute, Lease: true}
+			l, err := ratelimit.New(rdb, cfg, ratelimit.WithClock(clock), ratelimit.WithObserver(obs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			const n = 200
+			for range n {
+				if r, err := l.Allow(ctx, "tenant:hot"); err != nil || !r.Allowed {
+					t.Fatalf("Allow = %+v, %v", r, err)
+				}
+			}
+			clock.Advance(10 * time.Second) // the lease has ended: the next one takes its place
+			if r, err := l.Allow(ctx, "tenant:hot"); err != nil || !r.Allowed {
+				t.Fatalf("Allow = %+v, %v", r, err)
+			}
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			var allows, cached, takes, taken, ended int64
+			end := "lease_strand" // the log's unspent units lapse
+			if a == ratelimit.TokenBucket {
+				end = "lease_give_back"
+			}
+			for _, d := range obs.ds {
+				if d.Policy != "hot" || d.Algorithm != a {
+					t.Errorf("%+v: want the policy's name and algorithm", d)
+				}
+				switch d.Op {
+				case "allow":
+					allows++
+					if d.Cached {
+						cached++
+					}
+				case "lease_take":
+					if d.Result.Allowed {
+						takes++
+						taken += d.N
+					}
+				case end:
+					ended += d.N
+				default:
+					t.Errorf("%+v: an unexpected Op", d)
+				}
+			}
+			t.Logf("%d allow decisions, %d cached; %d leases of %d units; %d units %s", allows, cached, takes, taken, ended, end)
+			if allows != n+1 || takes == 0 || cached != allows-takes {
+				t.Errorf("%d allow decisions, %d cached, %d leases: want %d, every one not taking a lease cached", allows, cached, takes, n+1)
+			}
+			if taken < n+1 || ended == 0 || ended > taken-n {
+				t.Errorf("%d units leased, %d %s: want at least the %d allowed, and the first lease's leftover ended", taken, ended, end, n+1)
+			}
+		})
+	}
+}

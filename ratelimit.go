@@ -337,7 +337,7 @@ func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.S
 		// each shard's strategy through the same constructor, with its share
 		st, err = sharded.New(cfg.Shards, cfg.limit(), mk)
 	case cfg.Lease && rdb != nil: // an in-process twin is as fast as a lease
-		st, err = lease.New(cfg.limit(), mk, lease.WithClock(o.clock), leaseSubjects(cfg.MaxSubjects))
+		st, err = lease.New(cfg.limit(), mk, lease.WithClock(o.clock), leaseSubjects(cfg.MaxSubjects), leaseEvents(o.observer, cfg))
 	default:
 		st, err = mk(cfg.limit())
 	}

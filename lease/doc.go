@@ -79,7 +79,9 @@
 // lease event (a lease taken or denied, units given back or stranded),
 // never of the subject's key. Behind ratelimit.Wrap (or with
 // ratelimit.Config.Lease, which builds a Limiter with its defaults), the
-// facade's Observer sees every decision, leased or not, as any other.
+// facade's Observer sees every decision, leased or not, as any other,
+// those made in process (AllowLocal) marked Cached; with Config.Lease it
+// is told of the lease events too.
 //
 // # Memory
 //

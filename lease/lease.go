@@ -221,6 +221,40 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 	return res, err
 }
 
+// AllowLocal decides n units for key in process only, as AllowN does
+// from a lease that holds them or a denial it serves: ok false, and
+// nothing counted, when the decision needs the wrapped strategy (no such
+// lease, n <= 0, a key that never leased, a Limiter that does not lease
+// or is closed); then call AllowN. It makes no call and allocates
+// nothing. ratelimit.Limiter decides through it first, to tell its
+// Observer which decisions were made in process (Decision.Cached).
+func (l *Limiter) AllowLocal(ctx context.Context, key string, n int64) (res strategy.Result, ok bool) {
+	if n <= 0 || !l.leasing || l.closed.Load() {
+		return strategy.Result{}, false
+	}
+	v, found := l.subjects.Load(key) // a key is stored valid, or not at all
+	if !found {
+		return strategy.Result{}, false
+	}
+	s := v.(*subject)
+	s.mu.Lock()
+	now := l.clock.Now().UnixNano()
+	if !s.dead {
+		if res, ok = l.local(s, now, n); ok {
+			s.asked += n
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return strategy.Result{}, false
+	}
+	l.stats.local.Add(1)
+	if now >= l.sweepAt.Load() {
+		l.sweepDue(ctx, now)
+	}
+	return res, true
+}
+
 // allow is AllowN; it also returns when the decision was made (Unix ns on
 // the limiter's clock): when the lease decided, the time it read; when
 // the wrapped strategy did, the time of its reply (it decided before).
@@ -265,20 +299,10 @@ func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Res
 			s.asked += n
 			counted = true
 		}
-		if s.left >= n && now < s.expires {
-			s.left -= n
-			s.lastUse = now
-			left := s.left
+		if res, ok := l.local(s, now, n); ok {
 			s.mu.Unlock()
 			l.stats.local.Add(1)
-			return strategy.Result{Allowed: true, Limit: l.cap, Remaining: left}, now, nil
-		}
-		if now < s.denyUntil {
-			r := s.deny
-			r.RetryAfter = min(r.RetryAfter, time.Duration(s.denyUntil-now))
-			s.mu.Unlock()
-			l.stats.local.Add(1)
-			return r, now, nil
+			return res, now, nil
 		}
 		if ch := s.fill; ch != nil {
 			s.mu.Unlock()
@@ -330,6 +354,23 @@ func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Res
 		s.mu.Unlock()
 		return res, at, nil
 	}
+}
+
+// local decides n units of s (locked) at now in process: from its lease
+// when it holds them, or the denial it serves; false when that takes a
+// call.
+func (l *Limiter) local(s *subject, now, n int64) (strategy.Result, bool) {
+	if s.left >= n && now < s.expires {
+		s.left -= n
+		s.lastUse = now
+		return strategy.Result{Allowed: true, Limit: l.cap, Remaining: s.left}, true
+	}
+	if now < s.denyUntil {
+		r := s.deny
+		r.RetryAfter = min(r.RetryAfter, time.Duration(s.denyUntil-now))
+		return r, true
+	}
+	return strategy.Result{}, false
 }
 
 // windowEnd returns, for the aligned windows' rules, how long after an

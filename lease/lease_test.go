@@ -279,3 +279,58 @@ func TestObserver(t *testing.T) {
 		t.Errorf("events %v, stats %+v: want the same sums, something given back", sums, st)
 	}
 }
+
+// TestAllowLocal: AllowLocal decides from what a lease holds, or the
+// denial it serves, and nothing else: no call, no allocation, nothing
+// counted when it declines (the caller then asks AllowN, which counts).
+func TestAllowLocal(t *testing.T) {
+	clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+	l := bucket(t, clock)
+	ctx := context.Background()
+	if _, ok := l.AllowLocal(ctx, "k", 1); ok {
+		t.Fatal("AllowLocal before any lease: ok")
+	}
+	if st := l.Stats(); st != (lease.Stats{}) {
+		t.Fatalf("a declined AllowLocal counted: %+v", st)
+	}
+	for range 100 { // demand, so that the leases grow past it
+		if res, err := l.AllowN(ctx, "k", 1); err != nil || !res.Allowed {
+			t.Fatalf("AllowN = %+v, %v", res, err)
+		}
+	}
+	held := l.Stats().Taken - 100
+	if held < 10 {
+		t.Fatalf("the first lease holds nothing more: %+v", l.Stats())
+	}
+	res, ok := l.AllowLocal(ctx, "k", 1)
+	if !ok || !res.Allowed || res.Remaining != held-1 {
+		t.Fatalf("AllowLocal(1) = %+v, %v; want allowed from the lease, Remaining %d", res, ok, held-1)
+	}
+	for _, c := range []struct {
+		name string
+		key  string
+		n    int64
+	}{{"more than the lease holds", "k", held}, {"zero", "k", 0}, {"another key", "other", 1}, {"an invalid key", "", 1}} {
+		before := l.Stats()
+		if res, ok := l.AllowLocal(ctx, c.key, c.n); ok {
+			t.Errorf("AllowLocal, %s = %+v, ok", c.name, res)
+		}
+		if l.Stats() != before {
+			t.Errorf("AllowLocal, %s, counted: %+v, before %+v", c.name, l.Stats(), before)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { l.AllowLocal(ctx, "k", 0) }); a != 0 {
+		t.Errorf("a declined AllowLocal allocates %.0f", a)
+	}
+	if a := testing.AllocsPerRun(5, func() { l.AllowLocal(ctx, "k", 1) }); a != 0 {
+		t.Errorf("AllowLocal allocates %.0f", a)
+	}
+	clock.Advance(time.Second) // the lease has ended
+	if res, ok := l.AllowLocal(ctx, "k", 1); ok {
+		t.Errorf("AllowLocal after the lease ended = %+v, ok", res)
+	}
+	l.Close(ctx)
+	if res, ok := l.AllowLocal(ctx, "k", 1); ok {
+		t.Errorf("AllowLocal after Close = %+v, ok", res)
+	}
+}

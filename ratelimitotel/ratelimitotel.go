@@ -34,6 +34,19 @@
 //     ratelimit.agreement: both_allow, both_deny, enforced_only_deny,
 //     candidate_only_deny (the agreement matrix), candidate_error or
 //     dropped. They make no span and do not count in ratelimit.decisions.
+//   - ratelimit.local.decisions (counter, {decision}): the decisions made
+//     in process without a round trip (Decision.Cached: from a lease, or
+//     the denial cache), with the attributes of ratelimit.decisions, in
+//     which they count too.
+//   - ratelimit.lease.events (counter, {event}) and ratelimit.lease.units
+//     (counter, {unit}): a leased policy's (ratelimit.Config.Lease) lease
+//     events and their units, with ratelimit.policy, ratelimit.algorithm
+//     and ratelimit.lease.event: taken (a lease granted), denied (a lease
+//     asked for and denied; no units), error (a lease asked for that
+//     failed; no units), given_back (unspent units refunded when a
+//     lease ended) or stranded (unspent units neither spent nor given
+//     back: under-admission). They make no span and do not count in
+//     ratelimit.decisions.
 //   - ratelimit.evictions (counter, {subject}): subjects evicted from the
 //     limiter's in-process structures (twin, FailLocal twin, denial cache)
 //     to keep within their bound (ratelimit.Config.MaxSubjects,
@@ -64,7 +77,8 @@
 // attributes plus ratelimit.cost, ratelimit.limit, ratelimit.remaining,
 // ratelimit.retry_after and ratelimit.reset_after (seconds; retry_after is
 // -1 for a request that can never pass), ratelimit.degraded,
-// ratelimit.cached (the denial cache decided) and ratelimit.breaker.state.
+// ratelimit.cached (decided in process: a lease or the denial cache) and
+// ratelimit.breaker.state.
 // A call that returned an error records it on the span and sets the status
 // to Error; a denial is not an error. The span is made once the decision is
 // known, so spans that a Redis client's instrumentation makes during the
@@ -112,6 +126,13 @@ const (
 	// MetricEvictionPolicy is recorded when Redis may evict a limiter's
 	// keys (ratelimit.Decision.EvictionPolicy).
 	MetricEvictionPolicy = "ratelimit.redis.eviction_policy"
+	// MetricLocalDecisions counts the decisions made in process, without
+	// a round trip (ratelimit.Decision.Cached).
+	MetricLocalDecisions = "ratelimit.local.decisions"
+	// MetricLeaseEvents and MetricLeaseUnits count a leased policy's lease
+	// events and their units (AttrLeaseEvent).
+	MetricLeaseEvents = "ratelimit.lease.events"
+	MetricLeaseUnits  = "ratelimit.lease.units"
 )
 
 // Attribute keys.
@@ -133,6 +154,17 @@ const (
 	AttrAgreement    = attribute.Key("ratelimit.agreement")
 	// AttrEvictionPolicy is Redis's maxmemory-policy, or "unknown".
 	AttrEvictionPolicy = attribute.Key("ratelimit.eviction_policy")
+	// AttrLeaseEvent is a lease event: one of the LeaseEvent values.
+	AttrLeaseEvent = attribute.Key("ratelimit.lease.event")
+)
+
+// Values of AttrLeaseEvent.
+const (
+	LeaseTaken     = "taken"
+	LeaseDenied    = "denied"
+	LeaseError     = "error"
+	LeaseGivenBack = "given_back"
+	LeaseStranded  = "stranded"
 )
 
 // Values of AttrDecision.
@@ -197,6 +229,9 @@ type Observer struct {
 	evictions metric.Int64Counter
 	compared  metric.Int64Counter
 	policy    metric.Int64Gauge // MetricEvictionPolicy
+	local     metric.Int64Counter
+	leases    metric.Int64Counter // MetricLeaseEvents
+	units     metric.Int64Counter // MetricLeaseUnits
 
 	attrSets sync.Map // attrKey -> metric.MeasurementOption
 	breakers sync.Map // policy name -> *breakerSeen
@@ -245,6 +280,15 @@ func New(opts ...Option) (*Observer, error) {
 	o.policy, e = m.Int64Gauge(MetricEvictionPolicy, metric.WithUnit("1"),
 		metric.WithDescription("1 when Redis's maxmemory-policy may evict a limiter's keys, resetting their subjects, or is unknown (CONFIG GET refused), by policy and eviction policy."))
 	err = errors.Join(err, e)
+	o.local, e = m.Int64Counter(MetricLocalDecisions, metric.WithUnit("{decision}"),
+		metric.WithDescription("Rate-limit decisions made in process without a round trip (from a lease or the denial cache), by policy, algorithm, operation and outcome."))
+	err = errors.Join(err, e)
+	o.leases, e = m.Int64Counter(MetricLeaseEvents, metric.WithUnit("{event}"),
+		metric.WithDescription("Lease events of leased policies: leases taken, denied or failed, unspent units given back or stranded."))
+	err = errors.Join(err, e)
+	o.units, e = m.Int64Counter(MetricLeaseUnits, metric.WithUnit("{unit}"),
+		metric.WithDescription("Units of leased policies' lease events: leased, given back, stranded."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +302,7 @@ type attrKey struct {
 	degraded                                 bool   // the degraded counter's set (decision is then allowed or denied)
 	evictions                                bool   // the evictions counter's set: policy and algorithm only
 	agreement                                string // the candidate counter's set: policy, algorithm and agreement
+	lease                                    string // the lease counters' set: policy, algorithm and lease event
 }
 
 func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
@@ -266,6 +311,11 @@ func (o *Observer) attrs(k attrKey) metric.MeasurementOption {
 	}
 	kv := []attribute.KeyValue{AttrPolicy.String(k.policy), AttrAlgorithm.String(k.algorithm)}
 	if k.evictions {
+		v, _ := o.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
+		return v.(metric.MeasurementOption)
+	}
+	if k.lease != "" {
+		kv = append(kv, AttrLeaseEvent.String(k.lease))
 		v, _ := o.attrSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
 		return v.(metric.MeasurementOption)
 	}
@@ -293,6 +343,14 @@ func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
 		o.compared.Add(ctx, 1, o.attrs(attrKey{policy: d.Policy, algorithm: string(d.Algorithm), agreement: d.Agreement}))
 		return
 	}
+	if ev := leaseEvent(d); ev != "" {
+		set := o.attrs(attrKey{policy: d.Policy, algorithm: string(d.Algorithm), lease: ev})
+		o.leases.Add(ctx, 1, set)
+		if ev != LeaseDenied && ev != LeaseError {
+			o.units.Add(ctx, d.N, set)
+		}
+		return
+	}
 	k := attrKey{policy: d.Policy, algorithm: string(d.Algorithm), op: d.Op, decision: decisionOf(d)}
 	if d.Err != nil {
 		k.errType = ErrorType(d.Err)
@@ -300,6 +358,9 @@ func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
 	set := o.attrs(k)
 	o.decisions.Add(ctx, 1, set)
 	o.duration.Record(ctx, d.Duration.Seconds(), set)
+	if d.Cached {
+		o.local.Add(ctx, 1, set)
+	}
 	if d.Degraded {
 		dk := attrKey{policy: k.policy, algorithm: k.algorithm, op: k.op, degraded: true,
 			decision: DecisionDenied, errType: ErrorType(d.Cause)}
@@ -316,6 +377,26 @@ func (o *Observer) Observe(ctx context.Context, d ratelimit.Decision) {
 	}
 	o.recordBreaker(ctx, d.Policy, d.Breaker)
 	o.span(ctx, d, k)
+}
+
+// leaseEvent is the value of AttrLeaseEvent for a lease event d, "" for
+// any other Decision.
+func leaseEvent(d ratelimit.Decision) string {
+	switch d.Op {
+	case "lease_take":
+		switch {
+		case d.Err != nil:
+			return LeaseError
+		case d.Result.Allowed:
+			return LeaseTaken
+		}
+		return LeaseDenied
+	case "lease_give_back":
+		return LeaseGivenBack
+	case "lease_strand":
+		return LeaseStranded
+	}
+	return ""
 }
 
 // decisionOf is the value of AttrDecision for d.

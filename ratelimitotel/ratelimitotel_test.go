@@ -586,3 +586,70 @@ func TestEvictionPolicy(t *testing.T) {
 		t.Errorf("span events = %q; want [%q]", events, want)
 	}
 }
+
+// TestLeases: a leased policy's lease events are counted with their units
+// (taken, given back), apart from the decisions, with no span; the
+// decisions made from a lease count as local decisions, and in
+// ratelimit.decisions as any other.
+func TestLeases(t *testing.T) {
+	tel := newTelemetry(t)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	clock := &stepClock{now: time.Unix(1_800_000_000, 0)}
+	cfg := ratelimit.Config{Name: "hot", Algorithm: ratelimit.TokenBucket, Limit: 1000, Window: time.Minute, Lease: true}
+	lim, err := ratelimit.New(rdb, cfg, ratelimit.WithObserver(tel.observer(t)), ratelimit.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 200
+	for i := range n + 1 {
+		if i == n {
+			clock.advance(10 * time.Second) // the lease has ended: its leftover goes back first
+		}
+		if r, err := lim.Allow(ctx, subject); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v", r, err)
+		}
+	}
+	points := tel.collect(t)
+	lease := func(name, event string) float64 {
+		return value(t, points, name, map[string]string{"ratelimit.algorithm": "token_bucket",
+			"ratelimit.lease.event": event, "ratelimit.policy": "hot"}).value
+	}
+	taken, units := lease(ratelimitotel.MetricLeaseEvents, ratelimitotel.LeaseTaken), lease(ratelimitotel.MetricLeaseUnits, ratelimitotel.LeaseTaken)
+	back := lease(ratelimitotel.MetricLeaseUnits, ratelimitotel.LeaseGivenBack)
+	if lease(ratelimitotel.MetricLeaseEvents, ratelimitotel.LeaseGivenBack) != 1 || back <= 0 || units < n+1 || back > units-n {
+		t.Errorf("%v leases of %v units, %v given back; want the first lease's leftover given back once", taken, units, back)
+	}
+	allowed := map[string]string{"ratelimit.algorithm": "token_bucket", "ratelimit.decision": "allowed", "ratelimit.operation": "allow", "ratelimit.policy": "hot"}
+	if got := value(t, points, ratelimitotel.MetricDecisions, allowed).value; got != n+1 {
+		t.Errorf("allowed decisions = %v, want %d (lease events are not decisions)", got, n+1)
+	}
+	if got := value(t, points, ratelimitotel.MetricLocalDecisions, allowed).value; got != n+1-taken {
+		t.Errorf("local decisions = %v, want the %d allowed less the %v that took a lease", got, n+1, taken)
+	}
+	for _, sp := range tel.spans.Ended() {
+		if strings.HasPrefix(sp.Name(), "ratelimit.lease") {
+			t.Errorf("a span for a lease event: %s", sp.Name())
+		}
+	}
+}
+
+// stepClock is a clock the test moves.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
