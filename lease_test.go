@@ -376,18 +376,6 @@ func (o *lastCause) last() error {
 	return o.cause
 }
 
-// leaseLog is an Observer that keeps every Decision.
-type leaseLog struct {
-	mu sync.Mutex
-	ds []ratelimit.Decision
-}
-
-func (o *leaseLog) Observe(_ context.Context, d ratelimit.Decision) {
-	o.mu.Lock()
-	o.ds = append(o.ds, d)
-	o.mu.Unlock()
-}
-
 // TestLeaseTelemetry: a leased policy's Observer sees every decision, the
 // ones made from a lease marked Cached, and each lease event as a
 // Decision of its own: the leases taken (their units), and what ended
@@ -397,7 +385,7 @@ func TestLeaseTelemetry(t *testing.T) {
 		t.Run(string(a), func(t *testing.T) {
 			clock := conformance.NewClock(conformance.Epoch)
 			_, rdb := conformance.Miniredis(t)
-			obs := &leaseLog{}
+			obs := &decisionLog{}
 			cfg := ratelimit.Config{Name: "hot", Algorithm: a, Limit: 1000, Window: time.Minute, Lease: true}
 			l, err := ratelimit.New(rdb, cfg, ratelimit.WithClock(clock), ratelimit.WithObserver(obs))
 			if err != nil {

@@ -257,38 +257,40 @@ func New(opts ...Option) (*Observer, error) {
 	}
 	m := c.mp.Meter(ScopeName)
 	o := &Observer{tracer: c.tp.Tracer(ScopeName)}
-	var err, e error
-	o.decisions, e = m.Int64Counter(MetricDecisions, metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions, by policy, algorithm, operation and outcome."))
-	err = errors.Join(err, e)
+	var err error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return c
+	}
+	gauge := func(name, desc string) metric.Int64Gauge {
+		g, e := m.Int64Gauge(name, metric.WithUnit("1"), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return g
+	}
+	o.decisions = counter(MetricDecisions, "{decision}",
+		"Rate-limit decisions, by policy, algorithm, operation and outcome.")
+	var e error
 	o.duration, e = m.Float64Histogram(MetricDecisionDuration, metric.WithUnit("s"),
 		metric.WithDescription("How long rate-limit decisions took."),
 		metric.WithExplicitBucketBoundaries(durationBounds...))
 	err = errors.Join(err, e)
-	o.degraded, e = m.Int64Counter(MetricDegradedDecisions, metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions made by the failure policy because Redis failed or was not called, by cause."))
-	err = errors.Join(err, e)
-	o.breaker, e = m.Int64Gauge(MetricBreakerState, metric.WithUnit("1"),
-		metric.WithDescription("The circuit breaker's state: 1 for the current state, 0 for the others."))
-	err = errors.Join(err, e)
-	o.compared, e = m.Int64Counter(MetricCandidateDecisions, metric.WithUnit("{decision}"),
-		metric.WithDescription("Decisions of a policy's candidate algorithm, by how they agreed with the enforced ones."))
-	err = errors.Join(err, e)
-	o.evictions, e = m.Int64Counter(MetricEvictions, metric.WithUnit("{subject}"),
-		metric.WithDescription("Subjects evicted from a limiter's in-process structures (twin, FailLocal twin, denial cache) to keep within their bound, by policy and algorithm; evicted subjects start fresh."))
-	err = errors.Join(err, e)
-	o.policy, e = m.Int64Gauge(MetricEvictionPolicy, metric.WithUnit("1"),
-		metric.WithDescription("1 when Redis's maxmemory-policy may evict a limiter's keys, resetting their subjects, or is unknown (CONFIG GET refused), by policy and eviction policy."))
-	err = errors.Join(err, e)
-	o.local, e = m.Int64Counter(MetricLocalDecisions, metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions made in process without a round trip (from a lease or the denial cache), by policy, algorithm, operation and outcome."))
-	err = errors.Join(err, e)
-	o.leases, e = m.Int64Counter(MetricLeaseEvents, metric.WithUnit("{event}"),
-		metric.WithDescription("Lease events of leased policies: leases taken, denied or failed, unspent units given back or stranded."))
-	err = errors.Join(err, e)
-	o.units, e = m.Int64Counter(MetricLeaseUnits, metric.WithUnit("{unit}"),
-		metric.WithDescription("Units of leased policies' lease events: leased, given back, stranded."))
-	err = errors.Join(err, e)
+	o.degraded = counter(MetricDegradedDecisions, "{decision}",
+		"Rate-limit decisions made by the failure policy because Redis failed or was not called, by cause.")
+	o.breaker = gauge(MetricBreakerState,
+		"The circuit breaker's state: 1 for the current state, 0 for the others.")
+	o.compared = counter(MetricCandidateDecisions, "{decision}",
+		"Decisions of a policy's candidate algorithm, by how they agreed with the enforced ones.")
+	o.evictions = counter(MetricEvictions, "{subject}",
+		"Subjects evicted from a limiter's in-process structures (twin, FailLocal twin, denial cache) to keep within their bound, by policy and algorithm; evicted subjects start fresh.")
+	o.policy = gauge(MetricEvictionPolicy,
+		"1 when Redis's maxmemory-policy may evict a limiter's keys, resetting their subjects, or is unknown (CONFIG GET refused), by policy and eviction policy.")
+	o.local = counter(MetricLocalDecisions, "{decision}",
+		"Rate-limit decisions made in process without a round trip (from a lease or the denial cache), by policy, algorithm, operation and outcome.")
+	o.leases = counter(MetricLeaseEvents, "{event}",
+		"Lease events of leased policies: leases taken, denied or failed, unspent units given back or stranded.")
+	o.units = counter(MetricLeaseUnits, "{unit}",
+		"Units of leased policies' lease events: leased, given back, stranded.")
 	if err != nil {
 		return nil, err
 	}
