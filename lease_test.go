@@ -440,3 +440,24 @@ func TestLeaseTelemetry(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseAllocs: a decision a lease makes in process, through the
+// facade (no breaker, no timeout), allocates nothing.
+func TestLeaseAllocs(t *testing.T) {
+	_, rdb := conformance.Miniredis(t)
+	clock := conformance.NewClock(conformance.Epoch)
+	l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.TokenBucket, Limit: 1 << 30, Window: time.Minute, Lease: true},
+		ratelimit.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 1000 { // demand, so that the lease holds more than the runs below spend
+		if r, err := l.Allow(ctx, "tenant:hot"); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v", r, err)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { l.Allow(ctx, "tenant:hot") }); a != 0 {
+		t.Errorf("a leased Allow allocates %.1f times, want 0", a)
+	}
+}
