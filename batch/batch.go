@@ -428,8 +428,7 @@ func (c *Client) lane(node *redis.Client) *lane {
 	if len(c.lanes) >= maxLanes || c.closed.Load() {
 		return nil
 	}
-	l = &lane{c: c, node: node, inline: node.Options().ContextTimeoutEnabled,
-		kick: make(chan struct{}, c.pipes)}
+	l = &lane{c: c, node: node, inline: node.Options().ContextTimeoutEnabled}
 	c.lanes[node] = l
 	return l
 }
@@ -457,15 +456,13 @@ type lane struct {
 	c      *Client
 	node   *redis.Client
 	inline bool // node stops at a context's deadline itself
-	kick   chan struct{}
 
-	mu       sync.Mutex
-	queue    []*waiter
-	dropped  int // calls in queue whose callers left (state callDropped)
-	solo     int // calls sent alone, in flight
-	piped    int // flushers handed a slot: pipelines in flight or about to be
-	flushers bool
-	closed   bool
+	mu      sync.Mutex
+	queue   []*waiter
+	dropped int // calls in queue whose callers left (state callDropped)
+	solo    int // calls sent alone, in flight
+	piped   int // flushers running: pipelines in flight or about to be
+	closed  bool
 }
 
 // submit sends call at once, on the caller's goroutine, when nothing is
@@ -592,21 +589,16 @@ func compact(q []*waiter) []*waiter {
 	return out
 }
 
-// startPipe hands a slot to a flusher when calls are queued and a pipeline
-// may start, starting the flushers on first use. l.mu is held.
+// startPipe starts a flusher with a pipeline slot when calls are queued
+// and a pipeline may start. l.mu is held, and the lane is not closed, so
+// Close has not begun waiting for flushers.
 func (l *lane) startPipe() {
 	if len(l.queue) == 0 || l.closed || l.piped >= l.c.pipes || l.solo+l.piped >= l.c.inFlight {
 		return
 	}
 	l.piped++
-	if !l.flushers {
-		l.flushers = true
-		l.c.flushers.add(l.c.pipes)
-		for range l.c.pipes {
-			go l.flush()
-		}
-	}
-	l.kick <- struct{}{} // never blocks: one kick per slot, pipes slots
+	l.c.flushers.add(1)
+	go l.flush()
 }
 
 // release frees a lone call's slot, handing one to a flusher when calls
@@ -618,41 +610,34 @@ func (l *lane) release() {
 	l.mu.Unlock()
 }
 
-// flush runs pipelines, one at a time, each time it is handed a slot, until
-// the queue is empty; it exits when the Client closes, or after its send
-// when the Client closed during it.
+// flush runs pipelines, one at a time, until the queue is empty, and then
+// exits: a flusher lives only while calls wait, so an idle Client holds no
+// goroutine and one dropped without Close leaks nothing. It also exits
+// after a send during which the Client closed.
 func (l *lane) flush() {
 	var batch []*waiter
 	var calls []*engine.Call
 	live := func(i int) bool { return batch[i].ctx.Err() == nil }
 	for {
-		select {
-		case <-l.kick:
-		case <-l.c.ctx.Done():
-			l.c.flushers.leave()
+		batch = l.take(batch[:0])
+		l.c.flushers.leave() // exits, or sends: Close does not wait on Redis
+		if len(batch) == 0 {
 			return
 		}
-		for {
-			batch = l.take(batch[:0])
-			if len(batch) == 0 {
-				break
-			}
-			l.c.flushers.leave() // Close does not wait on Redis
-			for _, w := range batch {
-				calls = append(calls, &w.call)
-			}
-			ctx, cancel := batchContext(l.c.ctx, batch)
-			l.send(ctx, calls, live)
-			cancel()
-			for _, w := range batch {
-				close(w.done)
-			}
-			clear(batch)
-			clear(calls)
-			calls = calls[:0]
-			if !l.c.flushers.back() {
-				return
-			}
+		for _, w := range batch {
+			calls = append(calls, &w.call)
+		}
+		ctx, cancel := batchContext(l.c.ctx, batch)
+		l.send(ctx, calls, live)
+		cancel()
+		for _, w := range batch {
+			close(w.done)
+		}
+		clear(batch)
+		clear(calls)
+		calls = calls[:0]
+		if !l.c.flushers.back() {
+			return
 		}
 	}
 }

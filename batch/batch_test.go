@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -342,6 +343,40 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("goroutines: %d before, %d after Close", before, after)
+}
+
+// TestDroppedLeavesNothing: a Client that is never closed holds no
+// goroutine once its calls have returned, and is collected.
+func TestDroppedLeavesNothing(t *testing.T) {
+	raw := redis.NewClient(&redis.Options{Addr: testredis.Shared(t).Addr, PoolSize: 80})
+	t.Cleanup(func() { raw.Close() })
+	rdb, err := batch.New(raw, batch.WithMaxInFlight(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	collected := make(chan struct{})
+	runtime.AddCleanup(rdb, func(ch chan struct{}) { close(ch) }, collected)
+	hammer(t, rdb, testredis.Prefix(t), 32, 50)
+	rdb = nil
+	for range 200 {
+		runtime.GC()
+		select {
+		case <-collected:
+			if n := flushing(); n != 0 {
+				t.Errorf("%d flushers left running", n)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("a dropped Client was never collected (%d flushers running)", flushing())
+}
+
+// flushing counts the goroutines running a lane's flusher.
+func flushing() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("batch.(*lane).flush("))
 }
 
 func TestCluster(t *testing.T) {

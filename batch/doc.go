@@ -56,11 +56,14 @@
 //     fails with an error wrapping context.DeadlineExceeded.
 //   - Close fails queued calls with ErrClosed, releases the callers of
 //     pipelines in flight with an error wrapping ErrClosed (their calls
-//     may have run), and returns once the Client's goroutines (half of
-//     MaxInFlight per node, started on the first queued call) have exited
+//     may have run), and returns once the Client's goroutines have exited
 //     or are in a send: it never waits on Redis, which go-redis does not
 //     let a context interrupt. A goroutine in a send to a node that hangs
 //     exits when go-redis gives up on it (see Client.Close).
+//   - A Client holds a goroutine only while calls wait for a pipeline (at
+//     most half of MaxInFlight per node, each exiting when the queue is
+//     empty), so Close is optional: a Client dropped without it leaks
+//     nothing once its calls have returned.
 //   - At most MaxQueue calls wait per node; more fail at once with
 //     ErrQueueFull. Calls whose callers left do not count, and refusing a
 //     call costs the same whatever the queue's length.
