@@ -516,35 +516,47 @@ func TestScriptCache(t *testing.T) {
 	// calls made with Redis up, short enough to wait out with it paused
 	cfg := ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 5, Window: time.Minute, Timeout: time.Second}
 
-	t.Run("flush then decide", func(t *testing.T) {
-		srv := testredis.Start(t)
-		admin := srv.Client(t)
-		l, err := ratelimit.New(srv.Client(t), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r, err := l.Allow(ctx, "subject"); err != nil || !r.Allowed || r.Degraded {
-			t.Fatalf("first Allow = %+v, %v", r, err)
-		}
-		mon := startMonitor(t, srv.Addr)
-		if err := admin.ScriptFlush(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		r, err := l.Allow(ctx, "subject")
-		if err != nil || !r.Allowed || r.Degraded || r.Remaining != 3 {
-			t.Fatalf("Allow after SCRIPT FLUSH = %+v, %v; want Redis's decision, Remaining 3", r, err)
-		}
-		want := []string{"EVALSHA", "EVAL"} // NOSCRIPT, then the source once
-		if !waitFor(func() bool { return len(mon.commands("{subject}")) >= 2 }) || !slices.Equal(mon.commands("{subject}"), want) {
-			t.Fatalf("commands after the flush: %q, want %q", mon.commands("{subject}"), want)
-		}
-		if r, _ := l.Allow(ctx, "subject"); r.Remaining != 2 || r.Degraded {
-			t.Fatalf("third Allow = %+v", r)
-		}
-		if !waitFor(func() bool { return len(mon.commands("{subject}")) >= 3 }) || mon.commands("{subject}")[2] != "EVALSHA" {
-			t.Fatalf("commands: %q, want EVALSHA once the script is cached again", mon.commands("{subject}"))
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		opts []ratelimit.Option
+		want []string
+	}{
+		// batched: the Client loads the script (SCRIPT LOAD names no key)
+		// and sends the EVALSHA again
+		{"flush then decide", nil, []string{"EVALSHA", "EVALSHA"}},
+		// go-redis's Script: the source once
+		{"flush then decide/WithoutBatching", []ratelimit.Option{ratelimit.WithoutBatching()}, []string{"EVALSHA", "EVAL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testredis.Start(t)
+			admin := srv.Client(t)
+			l, err := ratelimit.New(srv.Client(t), cfg, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := l.Allow(ctx, "subject"); err != nil || !r.Allowed || r.Degraded {
+				t.Fatalf("first Allow = %+v, %v", r, err)
+			}
+			mon := startMonitor(t, srv.Addr)
+			if err := admin.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := l.Allow(ctx, "subject")
+			if err != nil || !r.Allowed || r.Degraded || r.Remaining != 3 {
+				t.Fatalf("Allow after SCRIPT FLUSH = %+v, %v; want Redis's decision, Remaining 3", r, err)
+			}
+			want := tc.want // NOSCRIPT, then the script once more
+			if !waitFor(func() bool { return len(mon.commands("{subject}")) >= 2 }) || !slices.Equal(mon.commands("{subject}"), want) {
+				t.Fatalf("commands after the flush: %q, want %q", mon.commands("{subject}"), want)
+			}
+			if r, _ := l.Allow(ctx, "subject"); r.Remaining != 2 || r.Degraded {
+				t.Fatalf("third Allow = %+v", r)
+			}
+			if !waitFor(func() bool { return len(mon.commands("{subject}")) >= 3 }) || mon.commands("{subject}")[2] != "EVALSHA" {
+				t.Fatalf("commands: %q, want EVALSHA once the script is cached again", mon.commands("{subject}"))
+			}
+		})
+	}
 
 	for _, cte := range []bool{false, true} {
 		t.Run(fmt.Sprintf("timeout is not followed by EVAL/ContextTimeoutEnabled=%v", cte), func(t *testing.T) {

@@ -23,7 +23,8 @@ type traced struct{ *redis.Client }
 
 // TestInlineByBehaviour checks which clients a Limiter calls on the
 // caller's goroutine: those that say they honour contexts, or that are (or
-// embed) a *redis.Client with ContextTimeoutEnabled.
+// embed) a *redis.Client with ContextTimeoutEnabled. New batches a Client
+// or a Ring by default, and a batch.Client over either honours contexts.
 func TestInlineByBehaviour(t *testing.T) {
 	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	withCtx := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
@@ -38,26 +39,30 @@ func TestInlineByBehaviour(t *testing.T) {
 		t.Cleanup(func() { b.Close() })
 		return b
 	}
+	direct := []Option{WithoutBatching()}
 	for _, tc := range []struct {
 		name string
 		rdb  redis.Scripter
 		want bool
+		opts []Option
 	}{
-		{"Client", plain, false},
-		{"Client with ContextTimeoutEnabled", withCtx, true},
-		{"a wrapper embedding a Client with ContextTimeoutEnabled", traced{withCtx}, true},
-		{"a wrapper embedding a plain Client", traced{plain}, false},
-		{"ClusterClient", cluster, false},
-		{"Ring", ring, false},
-		{"batch over Client", mustBatch(plain), true},
-		{"batch over Ring", mustBatch(ring), true},
-		{"batch over ClusterClient", mustBatch(cluster), false},
-		{"a client that says it honours contexts", fakeHonourer{plain, true}, true},
-		{"a client that says it does not", fakeHonourer{withCtx, false}, false},
+		{"Client", plain, true, nil},
+		{"Client/WithoutBatching", plain, false, direct},
+		{"Client with ContextTimeoutEnabled/WithoutBatching", withCtx, true, direct},
+		{"a wrapper embedding a Client with ContextTimeoutEnabled", traced{withCtx}, true, nil},
+		{"a wrapper embedding a plain Client", traced{plain}, false, nil},
+		{"ClusterClient", cluster, false, nil},
+		{"Ring", ring, true, nil},
+		{"Ring/WithoutBatching", ring, false, direct},
+		{"batch over Client", mustBatch(plain), true, nil},
+		{"batch over Ring", mustBatch(ring), true, nil},
+		{"batch over ClusterClient", mustBatch(cluster), false, nil},
+		{"a client that says it honours contexts", fakeHonourer{plain, true}, true, nil},
+		{"a client that says it does not", fakeHonourer{withCtx, false}, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, a := range strategy.Algorithms() {
-				l, err := New(tc.rdb, Config{Algorithm: a, Limit: 10, Window: time.Second})
+				l, err := New(tc.rdb, Config{Algorithm: a, Limit: 10, Window: time.Second}, tc.opts...)
 				if err != nil {
 					t.Fatal(err)
 				}

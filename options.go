@@ -21,6 +21,7 @@ type options struct {
 	prebuilt  strategy.Strategy // withStrategy: a promoted candidate
 	rdb       redis.Scripter    // New's client: a cluster's masters get a breaker each
 	evict     *evictionCheck    // withEvictionCheck: a Set's, shared by its Limiters
+	direct    bool              // WithoutBatching
 	err       error             // the first invalid option
 }
 
@@ -35,10 +36,9 @@ func apply(opts []Option) (options, error) {
 	return o, o.err
 }
 
-// WithClock makes the limiter read c instead of the Redis server's TIME,
-// and so do its denial cache and the breaker it builds itself (a shared
-// one keeps its own clock: see breaker.WithClock). c must be safe for
-// concurrent use. A nil c is ignored.
+// WithClock makes the limiter, its denial cache and the breaker it builds
+// (not a shared one: see breaker.WithClock) read c, safe for concurrent
+// use, instead of the Redis server's TIME; nil is ignored.
 func WithClock(c strategy.Clock) Option {
 	return func(o *options) {
 		if c != nil {
@@ -47,8 +47,7 @@ func WithClock(c strategy.Clock) Option {
 	}
 }
 
-// WithObserver makes the limiter report every call to obs. A nil obs is
-// ignored.
+// WithObserver makes the limiter report every call to obs; nil is ignored.
 func WithObserver(obs Observer) Option {
 	return func(o *options) {
 		if obs != nil {
@@ -57,8 +56,7 @@ func WithObserver(obs Observer) Option {
 	}
 }
 
-// WithBreaker makes a limiter on Redis use b, which other limiters may
-// share, instead of a breaker of its own. A nil b is ignored.
+// WithBreaker makes a limiter use b, which others may share; nil is ignored.
 func WithBreaker(b *breaker.Breaker) Option {
 	return func(o *options) {
 		if b != nil {
@@ -67,9 +65,8 @@ func WithBreaker(b *breaker.Breaker) Option {
 	}
 }
 
-// WithFallback gives a Limiter made by Wrap the strategy FailLocal decides
-// with, usually an in-process twin with a share of the limit. A nil st is
-// ignored.
+// WithFallback gives Wrap's Limiter the strategy FailLocal decides with,
+// usually an in-process twin with a share of the limit; nil is ignored.
 func WithFallback(st strategy.Strategy) Option {
 	return func(o *options) {
 		if st != nil {
@@ -88,6 +85,12 @@ func WithDenyCache(maxSubjects int) Option {
 		}
 		o.denyCache = maxSubjects
 	}
+}
+
+// WithoutBatching makes New send each call alone on rdb, not through the
+// batch.Client that the Limiters on rdb share.
+func WithoutBatching() Option {
+	return func(o *options) { o.direct = true }
 }
 
 // withStrategy makes New decide with st, built already for the

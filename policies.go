@@ -167,6 +167,7 @@ func (p Policies) validate() error {
 type Set struct {
 	state atomic.Pointer[setState]
 	mk    func(Config, ...Option) (*Limiter, error) // New, with the Set's client and options
+	local bool                                      // no client: state lives in the strategies
 	mu    sync.Mutex                                // serializes Update
 }
 
@@ -177,7 +178,7 @@ type Set struct {
 // fails with a *FieldError naming the policy and the field.
 func NewSet(rdb redis.Scripter, p Policies, opts ...Option) (*Set, error) {
 	shared := withEvictionCheck(newEvictionCheck(rdb)) // asked once for the Set
-	s := &Set{mk: func(c Config, extra ...Option) (*Limiter, error) {
+	s := &Set{local: rdb == nil, mk: func(c Config, extra ...Option) (*Limiter, error) {
 		return New(rdb, c, append(append(slices.Clone(opts), shared), extra...)...)
 	}}
 	st, err := s.build(p, nil)

@@ -192,11 +192,12 @@ func (e *evictions) take() int64 {
 	return e.unreported.Swap(0)
 }
 
-// New returns a Limiter for cfg on Redis through rdb (a *redis.Client,
-// *redis.ClusterClient, *redis.Ring or batch.Client). With a nil rdb it
-// keeps its state in this process only (the algorithm's in-process twin),
-// without failure handling: its decisions never fail. It fails with a
-// *FieldError naming the field when cfg is invalid.
+// New returns a Limiter for cfg on Redis through rdb: a *redis.Client,
+// *redis.ClusterClient or *redis.Ring, whose calls it batches unless
+// WithoutBatching (see package batch), or any other redis.Scripter. With a
+// nil rdb it keeps its state in this process only (the algorithm's
+// in-process twin), without failure handling: its decisions never fail. It
+// fails with a *FieldError naming the field when cfg is invalid.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	o, err := apply(opts)
 	if err != nil {
@@ -207,6 +208,12 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	ev := new(evictions)
 	rep := new(compareReport)
+	raw := rdb
+	if !o.direct && cfg.Candidate == nil && o.prebuilt == nil {
+		// a candidate shares the enforced call's pipeline on the client
+		// itself (see compare)
+		rdb = batched(rdb)
+	}
 	st, err := buildCompared(rdb, cfg, o, ev, rep)
 	if err != nil {
 		return nil, err
@@ -220,7 +227,7 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 				return nil, err
 			}
 		}
-		o.rdb = rdb
+		o.rdb = raw
 		if l, err = wrap(st, cfg, o, fallback, ev); err != nil {
 			return nil, err
 		}
@@ -240,10 +247,9 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 
 // Wrap returns a Limiter that enforces st (sharded, multilimit, your own
 // strategy) with what New adds around a strategy. Of cfg it takes Name,
-// Mode, Tiers, OnFailure and Timeout; the others must be zero, and
-// FailLocal needs WithFallback. st is called on the caller's goroutine when
-// it says it honours its context (strategy.ContextHonourer), on a worker
-// goroutine otherwise, so that Timeout holds.
+// Mode, Tiers, OnFailure and Timeout, the others zero; FailLocal needs
+// WithFallback. st is called on the caller's goroutine if it honours its
+// context (strategy.ContextHonourer), else on a worker, so Timeout holds.
 func Wrap(st strategy.Strategy, cfg Config, opts ...Option) (*Limiter, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: Wrap: strategy is nil", strategy.ErrInvalidOption)
@@ -592,8 +598,8 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
 	return l.decide(ctx, guard.Call{Op: guard.Peek, Key: key})
 }
 
-// Reset forgets key, in Redis and in this process. It has no failure
-// policy: when Redis fails it returns an error wrapping strategy.ErrBackend.
+// Reset forgets key, in Redis and in this process; like RefundN it has no
+// failure policy.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	_, err := l.decide(ctx, guard.Call{Op: guard.Reset, Key: key})
 	return err

@@ -50,7 +50,9 @@ func (s *Set) build(p Policies, prev *setState) (*setState, error) {
 		l := reusable(prev, c)
 		if l == nil {
 			var extra []Option
-			if cand := promoted(prev, c); cand != nil {
+			// on Redis the candidate's state is in its keys, which a new
+			// strategy (on the Set's batching client) reads as well
+			if cand := promoted(prev, c); cand != nil && s.local {
 				extra = append(extra, withStrategy(cand))
 			}
 			if l, err = s.mk(c, extra...); err != nil {
