@@ -10,17 +10,23 @@ import (
 	"github.com/ratekit/ratelimit/batch"
 )
 
-// TestBatchedShared checks that the Limiters on one go-redis client share
-// one batch.Client, that other clients are passed through, and that the
+// TestBatchedShared checks that the Limiters on one go-redis client with
+// ContextTimeoutEnabled share one batch.Client, that other clients are
+// passed through, and that the
 // shared Client is forgotten once nothing uses it, without a Close.
 func TestBatchedShared(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
+	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { plain.Close() })
+	if got := batched(plain); got != plain {
+		t.Fatalf("batched(client without ContextTimeoutEnabled) = %T, want it unchanged", got)
+	}
 	a, b := batched(rdb), batched(rdb)
 	if _, ok := a.(*batch.Client); !ok || a != b {
 		t.Fatalf("batched(client) = %T %p, %p; want one shared *batch.Client", a, a, b)
 	}
-	if other := batched(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})); other == a {
+	if other := batched(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})); other == a {
 		t.Fatal("two go-redis clients share a batch.Client")
 	}
 	if got := batched(a); got != a {

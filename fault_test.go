@@ -521,8 +521,9 @@ func TestScriptCache(t *testing.T) {
 		opts []ratelimit.Option
 		want []string
 	}{
-		// batched: the Client loads the script (SCRIPT LOAD names no key)
-		// and sends the EVALSHA again
+		// batched (the default on a client with ContextTimeoutEnabled): the
+		// Client loads the script (SCRIPT LOAD names no key) and sends the
+		// EVALSHA again
 		{"flush then decide", nil, []string{"EVALSHA", "EVALSHA"}},
 		// go-redis's Script: the source once
 		{"flush then decide/WithoutBatching", []ratelimit.Option{ratelimit.WithoutBatching()}, []string{"EVALSHA", "EVAL"}},
@@ -530,7 +531,9 @@ func TestScriptCache(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := testredis.Start(t)
 			admin := srv.Client(t)
-			l, err := ratelimit.New(srv.Client(t), cfg, tc.opts...)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { rdb.Close() })
+			l, err := ratelimit.New(rdb, cfg, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,13 +24,15 @@ type traced struct{ *redis.Client }
 // TestInlineByBehaviour checks which clients a Limiter calls on the
 // caller's goroutine: those that say they honour contexts, or that are (or
 // embed) a *redis.Client with ContextTimeoutEnabled. New batches a Client
-// or a Ring by default, and a batch.Client over either honours contexts.
+// or a Ring with ContextTimeoutEnabled by default, and a batch.Client over
+// either honours contexts.
 func TestInlineByBehaviour(t *testing.T) {
 	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	withCtx := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
-	t.Cleanup(func() { plain.Close(); withCtx.Close(); cluster.Close(); ring.Close() })
+	ringCtx := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { plain.Close(); withCtx.Close(); cluster.Close(); ring.Close(); ringCtx.Close() })
 	mustBatch := func(rdb redis.Scripter) redis.Scripter {
 		b, err := batch.New(rdb)
 		if err != nil {
@@ -46,14 +48,15 @@ func TestInlineByBehaviour(t *testing.T) {
 		want bool
 		opts []Option
 	}{
-		{"Client", plain, true, nil},
-		{"Client/WithoutBatching", plain, false, direct},
+		{"Client", plain, false, nil},
+		{"Client with ContextTimeoutEnabled", withCtx, true, nil},
 		{"Client with ContextTimeoutEnabled/WithoutBatching", withCtx, true, direct},
 		{"a wrapper embedding a Client with ContextTimeoutEnabled", traced{withCtx}, true, nil},
 		{"a wrapper embedding a plain Client", traced{plain}, false, nil},
 		{"ClusterClient", cluster, false, nil},
-		{"Ring", ring, true, nil},
-		{"Ring/WithoutBatching", ring, false, direct},
+		{"Ring", ring, false, nil},
+		{"Ring with ContextTimeoutEnabled", ringCtx, true, nil}, // batched
+		{"Ring with ContextTimeoutEnabled/WithoutBatching", ringCtx, false, direct},
 		{"batch over Client", mustBatch(plain), true, nil},
 		{"batch over Ring", mustBatch(ring), true, nil},
 		{"batch over ClusterClient", mustBatch(cluster), false, nil},

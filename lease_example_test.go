@@ -47,5 +47,5 @@ func ExampleConfig_lease() {
 	}
 	fmt.Printf("allowed %d of 2000 (limit 1000) in %d Redis commands\n", allowed, mr.CommandCount()-before)
 	// Output:
-	// allowed 883 of 2000 (limit 1000) in 77 Redis commands
+	// allowed 883 of 2000 (limit 1000) in 75 Redis commands
 }

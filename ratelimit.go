@@ -193,11 +193,10 @@ func (e *evictions) take() int64 {
 }
 
 // New returns a Limiter for cfg on Redis through rdb: a *redis.Client,
-// *redis.ClusterClient or *redis.Ring, whose calls it batches unless
-// WithoutBatching (see package batch), or any other redis.Scripter. With a
-// nil rdb it keeps its state in this process only (the algorithm's
-// in-process twin), without failure handling: its decisions never fail. It
-// fails with a *FieldError naming the field when cfg is invalid.
+// *redis.ClusterClient or *redis.Ring, batched when it has
+// ContextTimeoutEnabled unless WithoutBatching (see package batch), or any
+// redis.Scripter; with a nil rdb, in this process only (the algorithm's
+// twin), its decisions never failing. An invalid cfg is a *FieldError.
 func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	o, err := apply(opts)
 	if err != nil {
