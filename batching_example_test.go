@@ -13,9 +13,10 @@ import (
 	"github.com/ratekit/ratelimit"
 )
 
-// New batches concurrent decisions on a go-redis client by default (they
-// share pipelines) and WithoutBatching sends each alone: the decisions are
-// the same, exactly the limit of 640 concurrent requests.
+// New batches concurrent decisions on a go-redis client with
+// ContextTimeoutEnabled by default (they share pipelines), and
+// WithoutBatching sends each alone: either way exactly the limit, 100 of
+// 640 concurrent requests, is allowed.
 func ExampleWithoutBatching() {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {

@@ -12,8 +12,8 @@ import (
 
 // TestBatchedShared checks that the Limiters on one go-redis client with
 // ContextTimeoutEnabled share one batch.Client, that other clients are
-// passed through, and that the
-// shared Client is forgotten once nothing uses it, without a Close.
+// passed through, and that the shared Client is forgotten once nothing uses
+// it, without a Close.
 func TestBatchedShared(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })

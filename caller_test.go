@@ -169,15 +169,20 @@ func TestCallerEndsTheCall(t *testing.T) {
 // With Redis paused, every decision of a caller whose deadline (50ms) is
 // sooner than Timeout (1s) is the caller's: an error wrapping
 // context.DeadlineExceeded and not ErrBackend, no policy, no breaker
-// count; directly and batched.
+// count; directly, batched by New's default, and through a batch.Client of
+// the caller's.
 func TestCallerDeadlineWithRedisPaused(t *testing.T) {
-	for _, batched := range []bool{false, true} {
-		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+	for _, mode := range []string{"direct", "batched by default", "batch.Client"} {
+		t.Run(mode, func(t *testing.T) {
 			srv := testredis.Start(t)
 			raw := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, PoolSize: 32})
 			t.Cleanup(func() { raw.Close() })
 			var rdb redis.Scripter = raw
-			if batched {
+			opts := []ratelimit.Option{}
+			if mode == "direct" {
+				opts = append(opts, ratelimit.WithoutBatching())
+			}
+			if mode == "batch.Client" {
 				bc, err := batch.New(raw)
 				if err != nil {
 					t.Fatal(err)
@@ -188,7 +193,7 @@ func TestCallerDeadlineWithRedisPaused(t *testing.T) {
 			b := mustBreaker(t, 1, time.Hour)
 			rec := &decisionLog{}
 			l, err := ratelimit.New(rdb, ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 1000, Window: time.Minute, Timeout: time.Second},
-				ratelimit.WithBreaker(b), ratelimit.WithObserver(rec))
+				append(opts, ratelimit.WithBreaker(b), ratelimit.WithObserver(rec))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,21 +218,21 @@ func TestCallerDeadlineWithRedisPaused(t *testing.T) {
 						defer cancel()
 						r, err := l.Allow(ctx, fmt.Sprintf("k%d", i))
 						if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, strategy.ErrBackend) || r.Degraded || r.Allowed {
-							t.Errorf("batched %v round %d caller %d: %+v, %v; want the caller's deadline as the error, not ErrBackend, no policy",
-								batched, round, i, r, err)
+							t.Errorf("%s: round %d caller %d: %+v, %v; want the caller's deadline as the error, not ErrBackend, no policy",
+								mode, round, i, r, err)
 						}
 					})
 				}
 				wg.Wait()
 			}
 			if s := b.State(); s != breaker.Closed {
-				t.Errorf("batched %v: breaker %v, want closed: the callers' deadlines are not Redis failures", batched, s)
+				t.Errorf("%s: breaker %v, want closed: the callers' deadlines are not Redis failures", mode, s)
 			}
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			for _, d := range rec.ds {
 				if d.Degraded {
-					t.Errorf("batched %v: a degraded decision observed (Cause %v), want none", batched, d.Cause)
+					t.Errorf("%s: a degraded decision observed (Cause %v), want none", mode, d.Cause)
 					break
 				}
 			}

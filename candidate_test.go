@@ -264,3 +264,43 @@ func TestCompareDecisionCost(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidateOnBatchingClient checks that a policy with a candidate on a
+// client New would batch keeps its comparison in the enforced call's
+// pipeline: each request is compared before Allow returns, in order (a
+// batch.Client would make it a background comparison, reported later).
+func TestCandidateOnBatchingClient(t *testing.T) {
+	s := testredis.Shared(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	rec := &decisionLog{}
+	l, err := ratelimit.New(rdb, ratelimit.Config{
+		Algorithm: ratelimit.FixedWindow, Limit: 5, Window: time.Hour, Prefix: testredis.Prefix(t),
+		Candidate: &ratelimit.Config{Algorithm: ratelimit.SlidingLog, Limit: 3, Window: time.Hour},
+	}, ratelimit.WithObserver(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := func() (agreements []string) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, d := range rec.ds {
+			if d.Op == "compare" {
+				agreements = append(agreements, d.Agreement)
+			}
+		}
+		return agreements
+	}
+	for i := 1; i <= 6; i++ {
+		if _, err := l.Allow(context.Background(), "user:1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := compared(); len(got) != i {
+			t.Fatalf("after %d requests %d compared (%q): the comparison left the enforced call's pipeline", i, len(got), got)
+		}
+	}
+	want := []string{"both_allow", "both_allow", "both_allow", "candidate_only_deny", "candidate_only_deny", "both_deny"}
+	if got := compared(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("agreements %q, want %q", got, want)
+	}
+}

@@ -208,7 +208,7 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	ev := new(evictions)
 	rep := new(compareReport)
 	raw := rdb
-	if !o.direct && cfg.Candidate == nil && o.prebuilt == nil {
+	if !o.direct && cfg.Candidate == nil {
 		// a candidate shares the enforced call's pipeline on the client
 		// itself (see compare)
 		rdb = batched(rdb)
