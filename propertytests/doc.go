@@ -109,13 +109,14 @@
 // changed), runs the strategy's properties against each with a fixed seed
 // and a bounded number of cases, and fails if a mutant survives or if a
 // mutation's snippet is no longer found in its file. Its log is a table of
-// which properties caught which mutant; see it with
+// the property that first caught each mutant (a mutant's run stops there);
+// see it with
 //
 //	go test -v -run TestMutants ./propertytests
 //
 // Scripts are mutated on the real Redis backend, twins on the local one.
 // Each mutant is built once (a few seconds) and runs its strategy's
 // properties with RATELIMIT_PROP_CASES=25 and no shrinking; the unmutated
-// code must first pass the same runs, so a catch is never a flaky failure
-// of the suite itself.
+// code must pass the same runs (alongside the mutants), so a catch is never
+// a flaky failure of the suite itself.
 package propertytests
