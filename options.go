@@ -88,7 +88,8 @@ func WithDenyCache(maxSubjects int) Option {
 }
 
 // WithoutBatching makes New send each call alone on rdb, not through the
-// batch.Client that the Limiters on rdb share.
+// batching client that every Limiter and strategy on rdb shares (see
+// strategy.WithoutBatching).
 func WithoutBatching() Option {
 	return func(o *options) { o.direct = true }
 }

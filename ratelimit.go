@@ -207,12 +207,6 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	ev := new(evictions)
 	rep := new(compareReport)
-	raw := rdb
-	if !o.direct && cfg.Candidate == nil {
-		// a candidate shares the enforced call's pipeline on the client
-		// itself (see compare)
-		rdb = batched(rdb)
-	}
 	st, err := buildCompared(rdb, cfg, o, ev, rep)
 	if err != nil {
 		return nil, err
@@ -226,7 +220,7 @@ func New(rdb redis.Scripter, cfg Config, opts ...Option) (*Limiter, error) {
 				return nil, err
 			}
 		}
-		o.rdb = raw
+		o.rdb = rdb
 		if l, err = wrap(st, cfg, o, fallback, ev); err != nil {
 			return nil, err
 		}
@@ -292,6 +286,9 @@ func (c Config) local() Config {
 // in-process twin when rdb is nil.
 func build(rdb redis.Scripter, cfg Config, o options, ev *evictions) (strategy.Strategy, error) {
 	so := []strategy.Option{strategy.WithClock(o.clock), strategy.WithOnEvict(ev.add)}
+	if o.direct {
+		so = append(so, strategy.WithoutBatching())
+	}
 	if n := cfg.MaxSubjects; n != 0 {
 		if n < 0 {
 			return nil, newFieldError(strategy.ErrInvalidOption, "MaxSubjects", jsonName("MaxSubjects"), func(name func(string) string) string {

@@ -2,13 +2,7 @@ package batch
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,28 +28,16 @@ const (
 	maxInFlight = 256
 	maxBatch    = 10000
 	maxQueue    = 1 << 20
-	// maxScripts bounds the scripts a Client remembers for NOSCRIPT
-	// recovery; scripts beyond it are not remembered (their callers fall
-	// back to EVAL, as without batching).
-	maxScripts = 1024
-	// maxLanes bounds the nodes a Client keeps queues for (a Ring or a
-	// cluster whose nodes keep changing); calls to further nodes are sent
-	// unbatched.
-	maxLanes = 1024
 )
 
 // ErrClosed is the error of calls made on, or still waiting in, a Client
 // that is closed.
-var ErrClosed = errors.New("batch: client closed")
-
-// errClosedInFlight is the error of a call whose pipeline was in flight
-// when the Client closed.
-var errClosedInFlight = fmt.Errorf("%w: the call was in flight, its reply is discarded (it may have run)", ErrClosed)
+var ErrClosed = engine.ErrBatchClosed
 
 // ErrQueueFull is the error of a call that finds MaxQueue calls already
 // waiting for a pipeline to the same node: Redis is not keeping up, and
 // waiting longer would only add latency.
-var ErrQueueFull = errors.New("batch: queue full")
+var ErrQueueFull = engine.ErrQueueFull
 
 // Option configures a Client.
 type Option func(*options)
@@ -112,26 +94,7 @@ func WithMaxQueue(n int) Option {
 // Redis node together in pipelines. It is safe for concurrent use. See the
 // package doc.
 type Client struct {
-	rdb      redis.Scripter
-	route    func(ctx context.Context, key string) (*redis.Client, error) // nil: every call is passed through
-	cluster  *redis.ClusterClient                                         // follows MOVED and ASK
-	honours  bool
-	single   *lane // the lane of a *redis.Client: no routing
-	inFlight int   // sends in flight per node
-	pipes    int   // of which pipelines
-	maxBatch int
-	maxQueue int
-
-	ctx      context.Context // canceled by Close; the pipelines' base context
-	cancel   context.CancelFunc
-	closed   atomic.Bool
-	flushers flushers
-
-	lanesMu sync.RWMutex
-	lanes   map[*redis.Client]*lane
-
-	scripts  sync.Map // sha1 hex -> *redis.Script
-	nScripts atomic.Int32
+	b *engine.Batcher
 }
 
 var (
@@ -158,30 +121,12 @@ func New(rdb redis.Scripter, opts ...Option) (*Client, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
-	c := &Client{rdb: rdb, inFlight: o.inFlight, pipes: (o.inFlight + 1) / 2, maxBatch: o.batch, maxQueue: o.queue,
-		lanes: map[*redis.Client]*lane{}}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	switch r := rdb.(type) {
-	case *redis.Client:
-		c.route = func(context.Context, string) (*redis.Client, error) { return r, nil }
-		c.honours = true
-		c.single = c.lane(r)
-	case *redis.ClusterClient:
-		c.route = r.MasterForKey
-		c.cluster = r
-		// Finding a key's node may load the slot map, which the call's
-		// context does not bound.
-		c.honours = false
-	case *redis.Ring:
-		c.route = func(_ context.Context, key string) (*redis.Client, error) { return r.GetShardClientForKey(key) }
-		c.honours = true
-	}
-	return c, nil
+	return &Client{b: engine.NewBatcher(rdb, o.inFlight, o.batch, o.queue)}, nil
 }
 
 // Unwrap returns the client the Client was made on, for the commands it
 // does not batch (ratelimit.New asks it CONFIG GET).
-func (c *Client) Unwrap() redis.Scripter { return c.rdb }
+func (c *Client) Unwrap() redis.Scripter { return c.b.Unwrap() }
 
 // HonoursContext reports whether every call returns by its context's
 // deadline or cancellation whatever the underlying client's settings: true
@@ -190,7 +135,7 @@ func (c *Client) Unwrap() redis.Scripter { return c.rdb }
 // may load the cluster's slot map, which the context does not bound) and
 // for clients passed through. The facade (ratelimit.New) then calls the
 // Client on the caller's goroutine rather than on a worker.
-func (c *Client) HonoursContext() bool { return c.honours }
+func (c *Client) HonoursContext() bool { return c.b.HonoursContext() }
 
 // Close stops the Client: calls made later, calls waiting for a pipeline
 // and callers of pipelines in flight return at once with errors wrapping
@@ -205,77 +150,7 @@ func (c *Client) HonoursContext() bool { return c.honours }
 // A call sent alone runs on its caller's goroutine, not the Client's, and
 // returns when go-redis does. Close does not close the underlying client.
 // It is safe to call more than once.
-func (c *Client) Close() error {
-	if !c.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	c.cancel()
-	c.lanesMu.Lock()
-	lanes := make([]*lane, 0, len(c.lanes))
-	for _, l := range c.lanes {
-		lanes = append(lanes, l)
-	}
-	c.lanesMu.Unlock()
-	for _, l := range lanes {
-		l.close()
-	}
-	c.flushers.wait()
-	return nil
-}
-
-// flushers counts the flushers that Close waits for: those started and not
-// in a send. A flusher in a send may wait on Redis for as long as go-redis
-// does; it leaves the count while it sends, and exits after the send when
-// the Client has closed meanwhile.
-type flushers struct {
-	mu     sync.Mutex
-	n      int
-	closed bool
-	zero   chan struct{} // closed once closed and n is 0
-}
-
-// add counts k flushers starting. The lane they serve is not closed, so
-// Close has not begun waiting.
-func (f *flushers) add(k int) {
-	f.mu.Lock()
-	f.n += k
-	f.mu.Unlock()
-}
-
-// leave uncounts a flusher that exits or starts a send.
-func (f *flushers) leave() {
-	f.mu.Lock()
-	f.n--
-	if f.closed && f.n == 0 {
-		close(f.zero)
-	}
-	f.mu.Unlock()
-}
-
-// back counts again a flusher whose send returned, and reports false,
-// counting nothing, when the Client has closed: the flusher must exit.
-func (f *flushers) back() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.n++
-	return true
-}
-
-// wait waits until no counted flusher is left; none is added afterwards.
-func (f *flushers) wait() {
-	f.mu.Lock()
-	f.closed = true
-	f.zero = make(chan struct{})
-	if f.n == 0 {
-		close(f.zero)
-	}
-	zero := f.zero
-	f.mu.Unlock()
-	<-zero
-}
+func (c *Client) Close() error { return c.b.Close() }
 
 // Submit sends c, a strategy's script call, in a pipeline shared with
 // concurrent calls to the same node (or on its own when nothing else is
@@ -283,24 +158,7 @@ func (f *flushers) wait() {
 // done (see engine.Submitter). Every strategy of this module hands the
 // Client its calls this way.
 func (c *Client) Submit(ctx context.Context, call engine.Call) engine.Call {
-	if err := ctx.Err(); err != nil {
-		call.Ended(err)
-		return call
-	}
-	if c.closed.Load() {
-		call.Fail(ErrClosed)
-		return call
-	}
-	l, err := c.laneOf(ctx, call.Keys)
-	switch {
-	case err != nil:
-		call.Fail(err)
-	case l == nil:
-		return engine.Run(ctx, c.rdb, call)
-	default:
-		l.submit(ctx, &call)
-	}
-	return call
+	return c.b.Submit(ctx, call)
 }
 
 // EvalSha runs the script with SHA1 digest sha1 in a pipeline shared with
@@ -310,7 +168,7 @@ func (c *Client) Submit(ctx context.Context, call engine.Call) engine.Call {
 // only the calls that got NOSCRIPT; otherwise it is returned, and
 // redis.Script.Run then falls back to Eval.
 func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, engine.Call{Script: c.known(sha1), SHA: sha1, Keys: keys, Args: args, Raw: true}, "")
+	return c.b.EvalSha(ctx, sha1, keys, args...)
 }
 
 // Eval runs script like EvalSha with the script's digest: the Client
@@ -318,399 +176,26 @@ func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 // and re-sends, so that the whole text crosses the network once per node,
 // not once per caller.
 func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, engine.Call{Script: c.learn(script), Keys: keys, Args: args, Raw: true}, script)
+	return c.b.Eval(ctx, script, keys, args...)
 }
 
 // EvalRO is the underlying client's EvalRO, not batched.
 func (c *Client) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.rdb.EvalRO(ctx, script, keys, args...)
+	return c.b.EvalRO(ctx, script, keys, args...)
 }
 
 // EvalShaRO is the underlying client's EvalShaRO, not batched.
 func (c *Client) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.rdb.EvalShaRO(ctx, sha1, keys, args...)
+	return c.b.EvalShaRO(ctx, sha1, keys, args...)
 }
 
 // ScriptExists is the underlying client's ScriptExists.
 func (c *Client) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	return c.rdb.ScriptExists(ctx, hashes...)
+	return c.b.ScriptExists(ctx, hashes...)
 }
 
 // ScriptLoad loads script with the underlying client (on every master of a
 // cluster) and remembers it for NOSCRIPT recovery.
 func (c *Client) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
-	c.learn(script)
-	return c.rdb.ScriptLoad(ctx, script)
-}
-
-// learn remembers script (up to maxScripts of them) and returns it.
-func (c *Client) learn(script string) *redis.Script {
-	sum := sha1.Sum([]byte(script))
-	sha := hex.EncodeToString(sum[:])
-	if s := c.known(sha); s != nil {
-		return s
-	}
-	s := redis.NewScript(script)
-	if c.nScripts.Load() < maxScripts {
-		if v, loaded := c.scripts.LoadOrStore(sha, s); loaded {
-			return v.(*redis.Script)
-		}
-		c.nScripts.Add(1)
-	}
-	return s
-}
-
-// known returns the script of digest sha, or nil when unknown.
-func (c *Client) known(sha string) *redis.Script {
-	if v, ok := c.scripts.Load(sha); ok {
-		return v.(*redis.Script)
-	}
-	return nil
-}
-
-// do sends call, a Raw call made through the Client's redis.Scripter
-// methods (src: the script, for Eval), and returns its reply as a command.
-func (c *Client) do(ctx context.Context, call engine.Call, src string) *redis.Cmd {
-	if err := ctx.Err(); err != nil {
-		return errCmd(ctx, err)
-	}
-	if c.closed.Load() {
-		return errCmd(ctx, ErrClosed)
-	}
-	l, err := c.laneOf(ctx, call.Keys)
-	switch {
-	case err != nil:
-		return errCmd(ctx, err)
-	case l == nil && src != "":
-		return c.rdb.Eval(ctx, src, call.Keys, call.Args...)
-	case l == nil:
-		return c.rdb.EvalSha(ctx, call.SHA, call.Keys, call.Args...)
-	}
-	l.submit(ctx, &call)
-	cmd := redis.NewCmd(ctx)
-	if call.Err != nil {
-		cmd.SetErr(call.Err)
-	} else {
-		cmd.SetVal(call.Reply)
-	}
-	return cmd
-}
-
-// laneOf returns the queue of the node that serves keys, or nil when the
-// call is to be sent unbatched.
-func (c *Client) laneOf(ctx context.Context, keys []string) (*lane, error) {
-	if c.route == nil || len(keys) == 0 {
-		return nil, nil
-	}
-	if c.single != nil {
-		return c.single, nil
-	}
-	node, err := c.route(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
-	return c.lane(node), nil
-}
-
-// lane returns node's queue, made on first use; nil beyond maxLanes.
-func (c *Client) lane(node *redis.Client) *lane {
-	c.lanesMu.RLock()
-	l := c.lanes[node]
-	c.lanesMu.RUnlock()
-	if l != nil {
-		return l
-	}
-	c.lanesMu.Lock()
-	defer c.lanesMu.Unlock()
-	if l = c.lanes[node]; l != nil {
-		return l
-	}
-	if len(c.lanes) >= maxLanes || c.closed.Load() {
-		return nil
-	}
-	l = &lane{c: c, node: node, inline: node.Options().ContextTimeoutEnabled}
-	c.lanes[node] = l
-	return l
-}
-
-// waiter is a queued call and its caller. Its state moves once from
-// queued to sent (a flusher took it), to dropped (its caller left first)
-// or to closed (the Client closed first). The call is the caller's, copied:
-// a caller that left never sees it written.
-type waiter struct {
-	ctx   context.Context
-	call  engine.Call
-	state atomic.Int32
-	done  chan struct{} // closed once call has its outcome
-}
-
-const (
-	callQueued int32 = iota
-	callSent
-	callDropped
-	callClosed
-)
-
-// lane is the queue of one Redis node.
-type lane struct {
-	c      *Client
-	node   *redis.Client
-	inline bool // node stops at a context's deadline itself
-
-	mu      sync.Mutex
-	queue   []*waiter
-	dropped int // calls in queue whose callers left (state callDropped)
-	solo    int // calls sent alone, in flight
-	piped   int // flushers running: pipelines in flight or about to be
-	closed  bool
-}
-
-// submit sends call at once, on the caller's goroutine, when nothing is
-// queued, no pipeline is in flight and fewer than inFlight calls are (and
-// the call can be abandoned at its context's end); otherwise queues it for
-// the next pipeline and waits for its outcome or its context's end. Once
-// pipelines run, calls join them until the queue drains: deeper pipelines,
-// less Redis CPU per call.
-func (l *lane) submit(ctx context.Context, call *engine.Call) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		call.Fail(ErrClosed)
-		return
-	}
-	if l.solo < l.c.inFlight && l.piped == 0 && len(l.queue) == 0 && (l.inline || ctx.Done() == nil) {
-		l.solo++
-		l.mu.Unlock()
-		one := [1]*engine.Call{call}
-		l.send(ctx, one[:], nil)
-		l.release()
-		settle(ctx, call)
-		return
-	}
-	// The bound counts only the calls whose callers still wait: the others
-	// leave the queue when a flusher meets them, or when they are the
-	// greater part of it (amortized: each compaction follows as many
-	// departures as it keeps calls), never by a scan per call.
-	if n := len(l.queue) - l.dropped; n >= l.c.maxQueue {
-		l.mu.Unlock()
-		call.Fail(fmt.Errorf("%w (%d calls waiting)", ErrQueueFull, n))
-		return
-	}
-	if l.dropped > len(l.queue)/2 {
-		l.queue = compact(l.queue)
-		l.dropped = 0
-	}
-	w := &waiter{ctx: ctx, call: *call, done: make(chan struct{})}
-	l.queue = append(l.queue, w)
-	l.startPipe()
-	l.mu.Unlock()
-	select {
-	case <-w.done:
-		w.settle(call)
-	case <-ctx.Done():
-		if l.drop(w) {
-			call.Ended(ctx.Err()) // never sent
-			return
-		}
-		select {
-		case <-w.done:
-			w.settle(call)
-		default:
-			call.Ended(ctx.Err()) // sent: its reply is discarded
-		}
-	case <-l.c.ctx.Done(): // Close
-		if l.drop(w) || w.state.Load() == callClosed {
-			call.Fail(ErrClosed) // never sent
-			return
-		}
-		select {
-		case <-w.done:
-			w.settle(call)
-		default:
-			call.Fail(errClosedInFlight)
-		}
-	}
-}
-
-// settle hands the caller's call the outcome of w, which is done.
-func (w *waiter) settle(call *engine.Call) {
-	*call = w.call
-	settle(w.ctx, call)
-}
-
-// drop takes w, queued, out of the calls to send, and reports false when
-// a flusher or Close took it first.
-func (l *lane) drop(w *waiter) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !w.state.CompareAndSwap(callQueued, callDropped) {
-		return false
-	}
-	if !l.closed {
-		l.dropped++
-	}
-	return true
-}
-
-// settle makes the failure of call, made under ctx, that ctx's end caused
-// say so: a network error that came once ctx was canceled, or once the
-// clock reached its deadline (a socket's read deadline set to it fires a
-// moment before ctx's timer), wraps ctx's error, as go-redis's own errors
-// do when it does not re-send.
-func settle(ctx context.Context, call *engine.Call) {
-	err := call.Err
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return
-	}
-	var reply redis.Error
-	if errors.As(err, &reply) || errors.Is(err, ErrClosed) {
-		return // Redis answered, or the Client closed: not the context's doing
-	}
-	cerr := ctx.Err()
-	if cerr == nil {
-		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-			cerr = context.DeadlineExceeded
-		}
-	}
-	if cerr != nil {
-		call.Err = fmt.Errorf("%w: %w", cerr, err)
-	}
-}
-
-// compact drops the calls whose callers left.
-func compact(q []*waiter) []*waiter {
-	out := q[:0]
-	for _, w := range q {
-		if w.state.Load() == callQueued {
-			out = append(out, w)
-		}
-	}
-	clear(q[len(out):])
-	return out
-}
-
-// startPipe starts a flusher with a pipeline slot when calls are queued
-// and a pipeline may start. l.mu is held, and the lane is not closed, so
-// Close has not begun waiting for flushers.
-func (l *lane) startPipe() {
-	if len(l.queue) == 0 || l.closed || l.piped >= l.c.pipes || l.solo+l.piped >= l.c.inFlight {
-		return
-	}
-	l.piped++
-	l.c.flushers.add(1)
-	go l.flush()
-}
-
-// release frees a lone call's slot, handing one to a flusher when calls
-// are queued.
-func (l *lane) release() {
-	l.mu.Lock()
-	l.solo--
-	l.startPipe()
-	l.mu.Unlock()
-}
-
-// flush runs pipelines, one at a time, until the queue is empty, and then
-// exits: a flusher lives only while calls wait, so an idle Client holds no
-// goroutine and one dropped without Close leaks nothing. It also exits
-// after a send during which the Client closed.
-func (l *lane) flush() {
-	var batch []*waiter
-	var calls []*engine.Call
-	live := func(i int) bool { return batch[i].ctx.Err() == nil }
-	for {
-		batch = l.take(batch[:0])
-		l.c.flushers.leave() // exits, or sends: Close does not wait on Redis
-		if len(batch) == 0 {
-			return
-		}
-		for _, w := range batch {
-			calls = append(calls, &w.call)
-		}
-		ctx, cancel := batchContext(l.c.ctx, batch)
-		l.send(ctx, calls, live)
-		cancel()
-		for _, w := range batch {
-			close(w.done)
-		}
-		clear(batch)
-		clear(calls)
-		calls = calls[:0]
-		if !l.c.flushers.back() {
-			return
-		}
-	}
-}
-
-// take moves up to maxBatch queued calls into batch, skipping those whose
-// callers left; when there are none it frees the slot.
-func (l *lane) take(batch []*waiter) []*waiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := 0
-	for ; i < len(l.queue) && len(batch) < l.c.maxBatch; i++ {
-		if l.queue[i].state.CompareAndSwap(callQueued, callSent) {
-			batch = append(batch, l.queue[i])
-		} else {
-			l.dropped-- // only its caller takes a queued call out
-		}
-	}
-	n := copy(l.queue, l.queue[i:])
-	clear(l.queue[n:])
-	l.queue = l.queue[:n]
-	if len(batch) == 0 {
-		l.piped--
-	}
-	return batch
-}
-
-// close fails the queued calls with ErrClosed.
-func (l *lane) close() {
-	l.mu.Lock()
-	l.closed = true
-	q := l.queue
-	l.queue, l.dropped = nil, 0
-	l.mu.Unlock()
-	for _, w := range q {
-		if w.state.CompareAndSwap(callQueued, callClosed) {
-			w.call.Fail(ErrClosed)
-			close(w.done)
-		}
-	}
-}
-
-// batchContext is the context of a pipeline: canceled when the Client
-// closes, and ending at the latest deadline of its callers (when all have
-// one), after which no one waits for its replies.
-func batchContext(base context.Context, batch []*waiter) (context.Context, context.CancelFunc) {
-	var latest time.Time
-	for _, w := range batch {
-		d, ok := w.ctx.Deadline()
-		if !ok {
-			return base, func() {}
-		}
-		if d.After(latest) {
-			latest = d
-		}
-	}
-	return context.WithDeadline(base, latest)
-}
-
-// send sends calls to the node with the engine's executor (engine.Send):
-// one pipeline for several, never re-sent by go-redis, NOSCRIPT recovered
-// for only the calls that did not run and whose callers still wait (live;
-// nil: the lone caller, under ctx), and on a cluster MOVED and ASK
-// followed through the cluster client.
-func (l *lane) send(ctx context.Context, calls []*engine.Call, live func(int) bool) {
-	t := engine.Target{Node: l.node, Load: l.node, Live: live}
-	if l.c.cluster != nil {
-		t.Redirect = l.c.cluster
-	}
-	engine.Send(ctx, t, calls)
-}
-
-func errCmd(ctx context.Context, err error) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(err)
-	return cmd
+	return c.b.ScriptLoad(ctx, script)
 }

@@ -12,6 +12,12 @@
 //	limiter, err := ratelimit.New(rdb, cfg)
 //	defer rdb.Close()
 //
+// The constructors of this module (ratelimit.New, NewSet, every strategy's
+// New, multilimit.New) already batch by default, through one such client
+// per go-redis client with ContextTimeoutEnabled, shared and held only while
+// in use (see strategy.WithoutBatching). Make a Client yourself for other
+// options, or for a client without ContextTimeoutEnabled.
+//
 // # How it batches
 //
 // The strategies of this module hand the Client each decision's script
@@ -68,7 +74,7 @@
 //     ErrQueueFull. Calls whose callers left do not count, and refusing a
 //     call costs the same whatever the queue's length.
 //
-// # When to turn it on
+// # When it pays
 //
 // Batching pays when many decisions are in flight on one process at once
 // (tens of concurrent requests and up): a pipeline shares the network work
@@ -76,8 +82,8 @@
 // concurrency. make report measures it against direct calls at 1 to 256
 // concurrent callers (see benchmarks/README.md). Up to 8 concurrent callers
 // per node nothing is queued and every call goes out at once as without
-// batching, at the cost of a mutex. It never changes a decision, so it is
-// safe to turn on everywhere.
+// batching, at the cost of a mutex. It never changes a decision, which is
+// why it is on by default.
 //
 // Only script calls with at least one key are batched (that is what the
 // strategies send); EvalRO, EvalShaRO, ScriptExists and ScriptLoad go to the

@@ -259,10 +259,13 @@ type Limiter struct {
 	timeout             time.Duration
 	report              ReportFunc
 
-	// pipelined mode: the strategies' planners, whether their calls share
-	// a pipeline (together), and whether the candidate's client pipelines
+	// pipelined mode: the strategies' planners, their go-redis clients
+	// (under the batching a constructor puts in front by default: a pair
+	// shares a pipeline on the client itself), whether their calls share a
+	// pipeline (together), and whether the candidate's client pipelines
 	// (alone, for CompareN)
 	ep, cp          engine.Planner
+	eRaw, cRaw      redis.Scripter
 	together, alone bool
 
 	counts  [Dropped + 1]atomic.Uint64
@@ -322,7 +325,8 @@ func New(enforced, candidate strategy.Strategy, opts ...Option) (*Limiter, error
 	}
 	if l.mode == modePipeline {
 		l.ep, l.cp = ep, cp
-		l.together, l.alone = pipelines(ep.Client(), cp.Client()), pipelines(cp.Client(), cp.Client())
+		l.eRaw, l.cRaw = unbatched(ep.Client()), unbatched(cp.Client())
+		l.together, l.alone = pipelines(l.eRaw, l.cRaw), pipelines(l.cRaw, l.cRaw)
 	}
 	l.idle = sync.NewCond(&l.mu)
 	return l, nil
@@ -548,7 +552,7 @@ func (l *Limiter) pipelined(ctx context.Context, key string, n int64, lim strate
 func (l *Limiter) send(ctx context.Context, q engine.Req, e *engine.Call) (c engine.Call, pipelined bool, err error) {
 	var buf [2]*engine.Call
 	calls := buf[:0]
-	rdb, shared := l.cp.Client(), l.alone
+	rdb, shared := l.cRaw, l.alone
 	if e != nil {
 		if *e, err = l.ep.Plan(q); err != nil {
 			return c, false, err
@@ -557,7 +561,7 @@ func (l *Limiter) send(ctx context.Context, q engine.Req, e *engine.Call) (c eng
 			shared = true
 		} else {
 			calls = append(calls, e)
-			rdb, shared = l.ep.Client(), l.together
+			rdb, shared = l.eRaw, l.together
 		}
 	}
 	c, cerr := l.cp.Plan(q)
@@ -565,8 +569,8 @@ func (l *Limiter) send(ctx context.Context, q engine.Req, e *engine.Call) (c eng
 	case cerr != nil:
 		c.Err = cerr
 	case c.Done:
-	case !shared:
-		engine.Exec(ctx, rdb, calls)
+	case !shared: // the enforced call, if any, alone on its own client
+		engine.Exec(ctx, l.ep.Client(), calls)
 		if e != nil {
 			err = e.Err
 		}
@@ -579,6 +583,16 @@ func (l *Limiter) send(ctx context.Context, q engine.Req, e *engine.Call) (c eng
 		err = e.Err
 	}
 	return c, true, err
+}
+
+// unbatched returns the go-redis client under the Batcher a strategy's
+// constructor put in front of it by default, rdb itself otherwise (a
+// batch.Client the caller chose stays).
+func unbatched(rdb redis.Scripter) redis.Scripter {
+	if b, ok := rdb.(*engine.Batcher); ok {
+		return b.Unwrap()
+	}
+	return rdb
 }
 
 // pipelines reports whether calls on a and b can share one pipeline: the

@@ -18,7 +18,8 @@
 //
 // Backends: "miniredis" (client clock; FastForward keeps TTLs in step),
 // "miniredis-time" (the script reads the server's TIME, set with SetTime),
-// "redis" (a real redis-server started by the test; windows of 5 to 10
+// "redis" (a real redis-server started by the test, each host on a client
+// with ContextTimeoutEnabled, so batched by default; windows of 5 to 10
 // minutes, so that TTLs, which run in real time there, never cut into the
 // simulated time of a case, and fixed windows kept out of the last eighth
 // of a window for the same reason) and "local" (the in-process twins).

@@ -55,8 +55,10 @@ var (
 var (
 	backendMiniredis = backend{name: "miniredis", windows: shortWindows, redis: true, open: openMiniredis(false, false)}
 	backendMiniTime  = backend{name: "miniredis-time", windows: shortWindows, redis: true, open: openMiniredis(true, false)}
-	backendRedis     = backend{name: "redis", windows: longWindows, redis: true, open: openRedis(false)}
-	backendLocal     = backend{name: "local", windows: shortWindows, open: openLocal}
+	// "redis": a real Redis, each host on a client with
+	// ContextTimeoutEnabled, its strategies batched by default.
+	backendRedis = backend{name: "redis", windows: longWindows, redis: true, open: openRedis(false)}
+	backendLocal = backend{name: "local", windows: shortWindows, open: openLocal}
 	// The Redis backends again, each host's client wrapped in a
 	// batch.Client with one pipeline in flight, so that a host's concurrent
 	// requests share pipelines.
@@ -256,7 +258,11 @@ func openRedisAt(t *testing.T, srv *testredis.Server, batched bool, d *durableEn
 	var clients []*redis.Client
 	var scripters []redis.Scripter
 	for range hosts {
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 32})
+		// The plain backend's hosts have ContextTimeoutEnabled, so their
+		// strategies are what the constructors make by default: on the
+		// batching client each host's strategies share. The durable
+		// backend's are without it, each call sent alone.
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 32, ContextTimeoutEnabled: d == nil && !batched})
 		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
 		scripters = append(scripters, hostClient(t, c, batched))

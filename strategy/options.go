@@ -54,7 +54,11 @@ type Options struct {
 	// twins ignore it.
 	Replicas       int
 	ReplicaTimeout time.Duration
-	err            error // the first invalid option seen
+	// Unbatched (WithoutBatching) makes a Redis strategy call its client
+	// as given instead of through the batching client shared by every
+	// strategy on it.
+	Unbatched bool
+	err       error // the first invalid option seen
 }
 
 // Apply returns the Options that opts set, with defaults for the rest, or
@@ -167,4 +171,15 @@ func WithOnEvict(f func()) Option {
 			o.OnEvict = f
 		}
 	}
+}
+
+// WithoutBatching makes a Redis strategy send each call alone on the
+// client it is given. By default, on a *redis.Client, *redis.ClusterClient
+// or *redis.Ring with ContextTimeoutEnabled, the strategies of this module
+// send their calls through one batching client (see package batch) that
+// every strategy on that go-redis client shares, held only while they use
+// it: nothing to close. Decisions are the same either way. Local twins
+// ignore it.
+func WithoutBatching() Option {
+	return func(o *Options) { o.Unbatched = true }
 }

@@ -53,6 +53,9 @@ func (r *Redis[P, S]) Init(spec *Spec[P, S], rdb redis.Scripter, lim strategy.Li
 	if err != nil {
 		return err
 	}
+	if !o.Unbatched {
+		rdb = Batched(rdb)
+	}
 	if err := CheckDurable(spec.Name, rdb, o.Options); err != nil {
 		return err
 	}

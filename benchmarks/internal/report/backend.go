@@ -30,8 +30,9 @@ type backend struct {
 	masters []*redis.Client // a cluster's masters, for INFO and SCAN
 	// batched: a client like work but with ContextTimeoutEnabled, as the
 	// batch package recommends (a lone call is then sent on the caller's
-	// goroutine), its round trips counted too; batch wraps it, and auto is
-	// its go-redis AutoPipeline (evaluated by targets.Evaluations' rows)
+	// goroutine), its round trips counted too: the constructors batch it
+	// by default; batch wraps it for the floor, and auto is its go-redis
+	// AutoPipeline (evaluated by targets.Evaluations' rows)
 	batched    redis.UniversalClient
 	batch      *batch.Client
 	autoClient *redis.Client
@@ -78,6 +79,7 @@ func (b *backend) env(o Options, prefix string) targets.Env {
 	e := targets.Env{RDB: b.work, Limit: o.Limit, Prefix: prefix}
 	if b.batch != nil {
 		e.Batch = b.batch
+		e.Default = b.batched
 	}
 	if b.auto != nil {
 		e.AutoPipe = b.auto

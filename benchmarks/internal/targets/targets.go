@@ -67,9 +67,13 @@ type Env struct {
 	// Via, when set, is the client the floor and ours send their scripts
 	// through instead of RDB (a batched row sets it).
 	Via redis.Scripter
-	// Batch is RDB wrapped in a batch.Client, for the batched rows; nil
-	// makes them n/a.
+	// Batch is RDB wrapped in a batch.Client, for the batched floor; nil
+	// makes it n/a.
 	Batch redis.Scripter
+	// Default is a client like RDB with ContextTimeoutEnabled, as it is:
+	// the constructors of ours and the facade batch it by default (the
+	// batched rows); nil makes them n/a.
+	Default redis.Scripter
 	// AutoPipe is go-redis's AutoPipeline of RDB, for the rows that
 	// evaluate it (see Evaluations); nil makes them n/a.
 	AutoPipe redis.Scripter
@@ -135,15 +139,18 @@ func FloorTarget() Target {
 }
 
 // BatchedTargets returns the floor, ours and the facade's algorithm fa
-// again, each sent through Env.Batch (a batch.Client over Env.RDB): named
-// "<name> batched", measured in the same interleaved slices as the rest.
+// again, batched: the floor through Env.Batch (a batch.Client), ours and
+// the facade built by their constructors on Env.Default, which they batch
+// by default. Named "<name> batched", measured in the same interleaved
+// slices as the rest.
 func BatchedTargets(fa strategy.Algorithm) []Target {
+	dflt := func(e Env) redis.Scripter { return e.Default }
 	ts := []Target{via("batched", "batch.New(rdb)", func(e Env) redis.Scripter { return e.Batch }, FloorTarget())}
 	for _, t := range OursTargets() {
-		ts = append(ts, via("batched", "batch.New(rdb)", func(e Env) redis.Scripter { return e.Batch }, t))
+		ts = append(ts, via("batched", "New(rdb), rdb with ContextTimeoutEnabled: batched by default", dflt, t))
 	}
-	return append(ts, via("batched", "batch.New(rdb), the facade calls it on the caller's goroutine",
-		func(e Env) redis.Scripter { return e.Batch }, FacadeTarget(fa)))
+	return append(ts, via("batched", "ratelimit.New(rdb), rdb with ContextTimeoutEnabled: batched by default, called on the caller's goroutine",
+		dflt, FacadeTarget(fa)))
 }
 
 // Evaluations are targets measured only when named (report -only): go-redis's
