@@ -32,8 +32,12 @@
 //     [t, t'] stay within Burst' + rate × (t' - t + L) <= Burst + rate ×
 //     (t' - t), though decided up to L earlier. What a lease does not
 //     spend is given back (RefundN) when it ends, when its subject goes
-//     idle, and on Close: a refund of unspent units leaves the bucket no
-//     fuller than had they never been taken.
+//     idle, and on Close, but only those units the bucket has not refilled
+//     since (the bucket refills a lease's units after all taken before
+//     them, by the lease decision's ResetAfter): a refund of unspent units
+//     leaves the bucket no fuller than had they never been taken. Units
+//     held until the bucket refilled them are stranded: given back, they
+//     would count twice.
 //
 // Every process of a subject must lease (with the same lifetime): a
 // process deciding directly, with the whole burst, is not bound by

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,8 +66,11 @@ type subject struct {
 	mark  int64
 	// windowEnd: the end of the last aligned window leased from (Unix ns)
 	windowEnd int64
-	lastUse   int64
-	dead      bool // removed from the map: look the key up again
+	// full (the bucket's rule): no earlier than when the lease's units
+	// would all have come back by refill, had none been spent (Unix ns)
+	full    int64
+	lastUse int64
+	dead    bool // removed from the map: look the key up again
 }
 
 // ErrNoLease: the strategy given to New has no lease rule (package
@@ -315,14 +319,14 @@ func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Res
 		}
 		// take a new lease; what the old one holds goes back (or is
 		// stranded, by the rule)
-		back := s.left
+		back := giveBackReq{key, s.left, s.full}
 		s.left, s.expires = 0, 0
 		ch := make(chan struct{})
 		s.fill = ch
 		b := l.size(s, now, n)
 		s.mu.Unlock()
 
-		l.giveBack(ctx, key, back)
+		l.giveBack(ctx, back)
 		start := l.clock.Now().UnixNano()
 		res, got, err := l.take(ctx, key, b)
 		at := l.clock.Now().UnixNano()
@@ -349,6 +353,9 @@ func (l *Limiter) leased(ctx context.Context, key string, n int64) (strategy.Res
 			s.windowEnd = start + int64(end)
 		}
 		s.left, s.expires = got-n, start+int64(life)
+		// the bucket refills the lease's units last, by ResetAfter (a
+		// ceiling in ms) after a decision made at or after start
+		s.full = start + int64(res.ResetAfter) - int64(time.Millisecond)
 		s.lastUse = start
 		res.Remaining = s.left
 		s.mu.Unlock()
@@ -449,22 +456,50 @@ func (l *Limiter) decide(ctx context.Context, key string, b int64) (strategy.Res
 	return l.inner.AllowN(ctx, key, b)
 }
 
-// giveBack returns k units of an ended lease of key: refunded under the
-// bucket's rule, stranded under the others' (see the package doc).
-func (l *Limiter) giveBack(ctx context.Context, key string, k int64) {
-	if k <= 0 {
+// giveBack returns the units of an ended lease: under the bucket's rule
+// it refunds those the bucket has not refilled since, and strands the
+// rest, as the other rules strand them all (see the package doc).
+func (l *Limiter) giveBack(ctx context.Context, b giveBackReq) {
+	if b.units <= 0 {
 		return
 	}
 	if l.rule != engine.LeaseBurst {
-		l.strand(k, nil)
+		l.strand(b.units, nil)
 		return
 	}
-	if _, err := l.refund.RefundN(ctx, key, k); err != nil {
+	k := l.owed(b, l.clock.Now().UnixNano())
+	if k < b.units {
+		l.strand(b.units-k, nil) // refilled while the lease held them
+	}
+	if k == 0 {
+		return
+	}
+	if _, err := l.refund.RefundN(ctx, b.key, k); err != nil {
 		l.strand(k, err) // under-admission only
 		return
 	}
 	l.stats.returned.Add(k)
 	l.observe(Event{Op: OpGiveBack, Units: k})
+}
+
+// owed returns how many of b's units a refund at now may give back: at
+// most those the bucket would still miss at now had the lease spent
+// none. The bucket refills a lease's units after every unit taken before
+// them, so by b.full they are all back; a refund of units already
+// refilled would put them in the bucket twice (over the limit).
+func (l *Limiter) owed(b giveBackReq, now int64) int64 {
+	d := b.full - now
+	if d <= 0 {
+		return 0
+	}
+	// floor(d × Limit / Window): the units the bucket refills in d
+	hi, lo := bits.Mul64(uint64(d), uint64(l.lim.Limit))
+	w := uint64(l.lim.Window)
+	if hi >= w {
+		return b.units
+	}
+	q, _ := bits.Div64(hi, lo, w)
+	return int64(min(q, uint64(b.units)))
 }
 
 // strand counts k leased units that were neither spent nor given back.
@@ -500,10 +535,12 @@ func (l *Limiter) sweepDue(ctx context.Context, now int64) {
 	l.sweep(ctx, now)
 }
 
-// giveBackReq is units of key's ended lease a sweep gives back.
+// giveBackReq is what an ended lease of key holds: its unspent units,
+// and when the bucket would have refilled them (subject.full).
 type giveBackReq struct {
 	key   string
 	units int64
+	full  int64
 }
 
 // sweep gives back what ended leases hold and drops subjects idle for
@@ -524,19 +561,19 @@ func (l *Limiter) sweep(ctx context.Context, now int64) {
 	l.subjects.Range(func(k, v any) bool {
 		key, s := k.(string), v.(*subject)
 		s.mu.Lock()
-		var back int64
+		back := giveBackReq{key: key, full: s.full}
 		if s.fill == nil && now >= s.expires && s.left > 0 && (!burst || (mayRefund && len(backs) < sweepRefunds)) {
-			back, s.left = s.left, 0
+			back.units, s.left = s.left, 0
 		}
 		if s.fill == nil && s.left == 0 && now-s.lastUse > idle && now >= s.denyUntil {
 			l.drop(key, s)
 		}
 		s.mu.Unlock()
 		switch {
-		case back > 0 && burst:
-			backs = append(backs, giveBackReq{key, back})
-		case back > 0:
-			l.giveBack(ctx, key, back) // strands: no call
+		case back.units > 0 && burst:
+			backs = append(backs, back)
+		case back.units > 0:
+			l.giveBack(ctx, back) // strands: no call
 		}
 		seen++
 		return seen < sweepSubjects
@@ -554,7 +591,7 @@ func (l *Limiter) sweep(ctx context.Context, now int64) {
 		rctx := context.WithoutCancel(ctx)
 		for _, b := range backs {
 			c, cancel := context.WithTimeout(rctx, sweepTimeout)
-			l.giveBack(c, b.key, b.units)
+			l.giveBack(c, b)
 			cancel()
 		}
 	}()
@@ -574,14 +611,15 @@ func (l *Limiter) Close(ctx context.Context) error {
 	l.subjects.Range(func(k, v any) bool {
 		key, s := k.(string), v.(*subject)
 		s.mu.Lock()
-		back := s.left
+		back := giveBackReq{key, s.left, s.full}
 		s.left, s.expires = 0, 0
 		for s.fill != nil { // a lease being taken: wait for it
 			ch := s.fill
 			s.mu.Unlock()
 			<-ch
 			s.mu.Lock()
-			back += s.left
+			back.units += s.left
+			back.full = s.full
 			s.left, s.expires = 0, 0
 		}
 		s.dead = true
@@ -589,7 +627,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 			l.count.Add(-1)
 		}
 		s.mu.Unlock()
-		l.giveBack(ctx, key, back)
+		l.giveBack(ctx, back)
 		return true
 	})
 	// and the last sweep's refunds, if they still run

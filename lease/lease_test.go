@@ -119,7 +119,8 @@ func TestIdleGivesBack(t *testing.T) {
 	if st := l.Stats(); st.Returned != 0 {
 		t.Fatalf("%+v: given back before the lease ended", st)
 	}
-	clock.Advance(time.Second) // the lease ended long ago
+	// the lease (20ms) ended, the bucket not yet refilled what it holds
+	clock.Advance(21 * time.Millisecond)
 	if res, err := l.AllowN(ctx, "other", 1); err != nil || !res.Allowed {
 		t.Fatalf("AllowN(other) = %+v, %v", res, err)
 	}
@@ -143,13 +144,87 @@ func TestSweepOutlivesCaller(t *testing.T) {
 	if held <= 0 {
 		t.Fatalf("%+v: the lease holds nothing unspent; the test needs some", l.Stats())
 	}
-	clock.Advance(time.Second) // the lease ended long ago
+	clock.Advance(21 * time.Millisecond) // the lease ended; its units not yet refilled
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	l.AllowN(canceled, "other", 1) // its own decision fails or not; it sweeps
 	l.WaitRefunds()
 	if st := l.Stats(); st.Returned != held || st.Stranded != 0 {
 		t.Errorf("%+v: want the %d units k's lease held returned, none stranded", st, held)
+	}
+}
+
+// TestRefilledNotGivenBack: units a lease held until the bucket had
+// refilled them are not given back: another process drained the bucket
+// meanwhile, and a refund of them would put them in it a second time. They
+// count as stranded. The same with a part refilled: only the rest goes
+// back.
+func TestRefilledNotGivenBack(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		after func(held int64) time.Duration // from the lease to the drain and Close
+	}{
+		{"none refilled", func(int64) time.Duration { return 21 * time.Millisecond }},
+		{"partly refilled", func(held int64) time.Duration { return time.Duration(100+held/2) * time.Millisecond }},
+		{"all refilled", func(int64) time.Duration { return time.Second }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := conformance.NewClock(time.UnixMilli(1_700_000_000_000))
+			rdb := mini(t)
+			ctx := context.Background()
+			lim := strategy.PerSecond(1000)
+			l, err := lease.New(lim, func(lim strategy.Limit) (strategy.Strategy, error) {
+				return tokenbucket.New(rdb, lim, strategy.WithClock(clock))
+			}, lease.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 100 {
+				l.AllowN(ctx, "k", 1)
+			}
+			held := l.Stats().Taken - 100
+			if held <= 0 {
+				t.Fatalf("%+v: the lease holds nothing unspent; the test needs some", l.Stats())
+			}
+			after := c.after(held)
+			clock.Advance(after)
+			// another process, deciding directly: it takes the whole burst
+			other, err := tokenbucket.New(rdb, lim, strategy.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := other.AllowN(ctx, "k", 1); err != nil || !res.Allowed {
+				t.Fatalf("other: %+v, %v", res, err)
+			}
+			drained, err := other.Peek(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.AllowN(ctx, "k", drained.Remaining); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res, err := other.Peek(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// the lease's units still missing at the drain: 100 + held
+			// taken at the start, refilled at 1 per ms since
+			missing := max(100+held-after.Milliseconds(), 0)
+			want := min(held, missing)
+			st := l.Stats()
+			if res.Remaining > want || st.Returned > want || st.Returned+st.Stranded != held {
+				t.Errorf("after Close, %s later: %d remaining, %+v; want at most the %d of %d held units not refilled given back, the rest stranded",
+					after, res.Remaining, st, want, held)
+			}
+			// what was still missing goes back, but for the ms the
+			// ceiling of ResetAfter may hide
+			if st.Returned < want-1 {
+				t.Errorf("%+v: %d given back, though the bucket still missed %d of the lease's units", st, st.Returned, want)
+			}
+		})
 	}
 }
 

@@ -7,7 +7,7 @@ type Stats struct {
 	Leases   int64 // leases taken (each one call to the wrapped strategy)
 	Taken    int64 // units leased
 	Returned int64 // units given back (refunds that landed)
-	Stranded int64 // units leased, not spent and not given back: the under-admission
+	Stranded int64 // units leased, not spent and not given back (lapsed with a window, refilled while held, or a failed refund): the under-admission
 	Local    int64 // decisions made in process, without a call
 }
 

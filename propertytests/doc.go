@@ -78,7 +78,11 @@
 //     later, and the other hosts fill the limit where the late units are
 //     still in the window: the bound holds;
 //   - lease_return (token bucket, GCRA): once every host is closed, the
-//     units leased less those given back are exactly the units spent.
+//     units leased less those given back and those stranded (refilled
+//     while leased) are exactly the units spent;
+//   - lease_refilled (token bucket, GCRA, on Redis): a host leases, the
+//     bucket refills, another host drains it deciding directly, and the
+//     first host's Close gives nothing back: its units were refilled.
 //
 // Sharded strategies run bound, ttl and bound_servertime only: which shard
 // a request lands on is not deterministic, and a sharded subject may deny a

@@ -430,14 +430,20 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 	{
 		name:     "lease: a lease's unspent units never given back",
 		file:     "lease/lease.go",
-		edits:    []edit{{old: `if _, err := l.refund.RefundN(ctx, key, k); err != nil {`, new: `if err := error(nil); err != nil { // MUTANT`}},
+		edits:    []edit{{old: `if _, err := l.refund.RefundN(ctx, b.key, k); err != nil {`, new: `if err := error(nil); err != nil { // MUTANT`}},
 		subjects: "lease-tokenbucket|lease-gcra", backends: "miniredis|redis|local",
 	},
 	{
 		name:     "lease: the sweep takes an ended lease's units and never gives them back",
 		file:     "lease/lease.go",
-		edits:    []edit{{old: `backs = append(backs, giveBackReq{key, back})`, new: `_ = giveBackReq{key, back} // MUTANT`}},
+		edits:    []edit{{old: `backs = append(backs, back)`, new: `_ = back // MUTANT`}},
 		subjects: "lease-tokenbucket|lease-gcra", backends: "miniredis|redis|local",
+	},
+	{
+		name:     "lease: units the bucket refilled while a lease held them given back too",
+		file:     "lease/lease.go",
+		edits:    []edit{{old: `k := l.owed(b, l.clock.Now().UnixNano())`, new: `k := b.units // MUTANT`}},
+		subjects: "lease-tokenbucket|lease-gcra", backends: "miniredis|redis",
 	},
 	{
 		name:     "lease: a unit spent after its lease ended",

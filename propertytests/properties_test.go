@@ -136,6 +136,13 @@ var properties = []property{
 		check:   checkLeaseReturn, // lease_test.go
 	},
 	{
+		// the bucket's state is the hosts' shared one only on Redis (the
+		// local twin's is its own instance's)
+		name: "lease_refilled", backends: []string{"miniredis", "redis", "miniredis-batched", "redis-batched"}, leases: true,
+		applies: func(s subject) bool { return s.lease && s.kind.usesBurst() },
+		custom:  refillProp, // lease_test.go
+	},
+	{
 		name: "ttl", backends: redisBackends,
 		opts:  genOpts{maxBatch: 4, subjects: 2, peeks: true},
 		check: checkTTL,
