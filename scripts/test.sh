@@ -13,7 +13,13 @@
 #      on what the build cache holds.
 #   5. the mutation check (propertytests TestMutants), on its own time budget:
 #      it builds and runs the property tests once per deliberate bug, which
-#      takes minutes of CPU.
+#      takes minutes of CPU. It starts before step 3 and runs alongside
+#      steps 3 and 4 (the tests there mostly wait on Redis and on time), its
+#      output held back and printed when it ends.
+#
+# The tests of a module run twice as many packages at once as there are
+# CPUs (TEST_PARALLEL): they wait on Redis and on real time more than they
+# compute.
 #
 # A step that runs long says every minute that it is still running.
 #
@@ -22,7 +28,8 @@
 # Redis someone else runs.
 #
 # Environment: REDIS_SERVER (path of the redis-server to use), TEST_TIMEOUT
-# (per test binary, default 15m), REPO_TIMEOUT (step 4, default 20m),
+# (per test binary, default 15m), TEST_PARALLEL (packages tested at once,
+# default twice the CPUs), REPO_TIMEOUT (step 4, default 20m),
 # MUTANTS_TIMEOUT (default 30m), RATELIMIT_MUTANTS (a regexp of the mutants
 # to run, default all), SKIP_MUTANTS=1 (leave step 5 out, for a quick local
 # run; CI never sets it).
@@ -33,6 +40,7 @@ STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; bump deliberately
 TEST_TIMEOUT=${TEST_TIMEOUT:-15m}
 REPO_TIMEOUT=${REPO_TIMEOUT:-20m}
 MUTANTS_TIMEOUT=${MUTANTS_TIMEOUT:-30m}
+TEST_PARALLEL=${TEST_PARALLEL:-$((2 * $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)))}
 start=$(date +%s)
 step() { echo "test.sh: [$(($(date +%s) - start))s] $*"; }
 
@@ -101,6 +109,16 @@ if ! "$staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})";
   run "installing staticcheck" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 
+# 5, started: the mutation check, in the background
+mutants_out=""
+if [ "${SKIP_MUTANTS:-}" != 1 ]; then
+  mutants_out=$(mktemp)
+  trap 'rm -f "$mutants_out"; [ -z "${mutants_pid:-}" ] || kill "$mutants_pid" 2>/dev/null || true' EXIT
+  step "mutation check: started alongside the module tests (mutants matching '${RATELIMIT_MUTANTS:-.}', budget $MUTANTS_TIMEOUT); its output comes when it ends"
+  RATELIMIT_MUTANTS=${RATELIMIT_MUTANTS:-.} go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests >"$mutants_out" 2>&1 &
+  mutants_pid=$!
+fi
+
 # 3. every module: the root, benchmarks/, ratelimitotel/ and any other go.mod.
 # Modules are developed together through go.work; a module that go.work does
 # not list yet runs on its own go.mod (GOWORK=off), with a warning.
@@ -120,7 +138,7 @@ for mod in $(git ls-files --cached --others --exclude-standard 'go.mod' '*/go.mo
     step "module ./$dir: staticcheck" && run "staticcheck of ./$dir" "$staticcheck" ./... &&
     pkgs=$(go list ./... | grep -v '/internal/repotest$') &&
     step "module ./$dir: tests (-race; the first run builds every dependency with the race detector)" &&
-    run "tests of ./$dir" go test -race -shuffle=on -count=1 -timeout "$TEST_TIMEOUT" -skip '^TestMutants$' $pkgs) || failed="$failed ./$dir"
+    run "tests of ./$dir" go test -race -shuffle=on -count=1 -p "$TEST_PARALLEL" -timeout "$TEST_TIMEOUT" -skip '^TestMutants$' $pkgs) || failed="$failed ./$dir"
 done
 
 # 4. the repository checks
@@ -128,12 +146,16 @@ step "repository checks: README and docs/ snippets, nested modules from a module
 run "repository checks" go test -count=1 -timeout "$REPO_TIMEOUT" ./internal/repotest || failed="$failed repository-checks"
 
 # 5. the mutation check
-if [ "${SKIP_MUTANTS:-}" = 1 ]; then
+if [ -z "$mutants_out" ]; then
   step "mutation check left out (SKIP_MUTANTS=1)"
 else
-  step "mutation check: the properties against each deliberate bug (mutants matching '${RATELIMIT_MUTANTS:-.}', budget $MUTANTS_TIMEOUT)"
-  export RATELIMIT_MUTANTS=${RATELIMIT_MUTANTS:-.}
-  run "mutation check" go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests || failed="$failed mutation-check"
+  step "mutation check: waiting for it to end"
+  rc=0
+  run "mutation check" wait "$mutants_pid" || rc=$?
+  mutants_pid=""
+  cat "$mutants_out"
+  [ "$rc" = 0 ] || failed="$failed mutation-check"
+  step "mutation check: ended (exit code $rc)"
 fi
 
 if [ -n "$failed" ]; then
