@@ -110,12 +110,18 @@ if ! "$staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})";
 fi
 
 # 5, started: the mutation check, in the background
-mutants_out=""
+# Its output and exit code go to files of a scratch directory; a subshell
+# inherits the EXIT trap's text, so the trap acts in this shell only.
+mutants_dir=""
 if [ "${SKIP_MUTANTS:-}" != 1 ]; then
-  mutants_out=$(mktemp)
-  trap 'rm -f "$mutants_out"; [ -z "${mutants_pid:-}" ] || kill "$mutants_pid" 2>/dev/null || true' EXIT
+  mutants_dir=$(mktemp -d)
+  trap '[ "$BASHPID" != "$$" ] || { [ -z "${mutants_pid:-}" ] || kill "$mutants_pid" 2>/dev/null; rm -rf "$mutants_dir"; }' EXIT
   step "mutation check: started alongside the module tests (mutants matching '${RATELIMIT_MUTANTS:-.}', budget $MUTANTS_TIMEOUT); its output comes when it ends"
-  RATELIMIT_MUTANTS=${RATELIMIT_MUTANTS:-.} go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests >"$mutants_out" 2>&1 &
+  (
+    rc=0
+    RATELIMIT_MUTANTS=${RATELIMIT_MUTANTS:-.} go test -count=1 -timeout "$MUTANTS_TIMEOUT" -run '^TestMutants$' ./propertytests >"$mutants_dir/out" 2>&1 || rc=$?
+    echo "$rc" >"$mutants_dir/rc"
+  ) &
   mutants_pid=$!
 fi
 
@@ -146,14 +152,14 @@ step "repository checks: README and docs/ snippets, nested modules from a module
 run "repository checks" go test -count=1 -timeout "$REPO_TIMEOUT" ./internal/repotest || failed="$failed repository-checks"
 
 # 5. the mutation check
-if [ -z "$mutants_out" ]; then
+if [ -z "$mutants_dir" ]; then
   step "mutation check left out (SKIP_MUTANTS=1)"
 else
   step "mutation check: waiting for it to end"
-  rc=0
-  run "mutation check" wait "$mutants_pid" || rc=$?
+  run "mutation check" sh -c 'while [ ! -s "$1" ]; do sleep 2; done' sh "$mutants_dir/rc"
   mutants_pid=""
-  cat "$mutants_out"
+  rc=$(cat "$mutants_dir/rc")
+  cat "$mutants_dir/out"
   [ "$rc" = 0 ] || failed="$failed mutation-check"
   step "mutation check: ended (exit code $rc)"
 fi
