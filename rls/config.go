@@ -2,6 +2,7 @@ package rls
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +97,24 @@ type level struct {
 
 type entry struct{ key, value string }
 
+// hasKey reports whether a descriptor of lv has key.
+func (lv *level) hasKey(key string) bool {
+	if lv.byKey[key] != nil {
+		return true
+	}
+	for e := range lv.byValue {
+		if e.key == key {
+			return true
+		}
+	}
+	for _, w := range lv.wildcards {
+		if w.key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // node is one descriptor of the configuration.
 type node struct {
 	key, value string // value "" for key only; a wildcard keeps its "*"
@@ -115,6 +134,21 @@ type rule struct {
 	unit      rlsv3.RateLimitResponse_RateLimit_Unit
 	shadow    bool
 	tag       string // a limit override's: its limit, in its subjects
+	// tierKey, when set, is the request entry that names a subject's tier
+	// (rate_limit.tier_key): a request descriptor that ends with it, right
+	// after this descriptor's own entries, is decided under that tier.
+	tierKey string
+	tiers   map[string]*rule  // the tiers' rules, each deciding through st
+	st      strategy.Strategy // a tier's: the limiter's Tier; nil: limiter
+}
+
+// allowN decides n units of subject under r: its tier's limit, or the
+// limiter's own.
+func (r *rule) allowN(ctx context.Context, subject string, n int64) (ratelimit.Result, error) {
+	if r.st != nil {
+		return r.st.AllowN(ctx, subject, n)
+	}
+	return r.limiter.AllowN(ctx, subject, n)
 }
 
 // Load reads path, a YAML file or a directory of them (*.yaml and *.yml,
@@ -409,6 +443,15 @@ func (p *parser) descriptor(dn *yaml.Node, path, name string) (*node, error) {
 			return nil, err
 		}
 		n.children = lv
+		if n.rule != nil && n.rule.tierKey != "" && lv.hasKey(n.rule.tierKey) {
+			at := rl
+			for i := 0; i+1 < len(rl.Content); i += 2 {
+				if rl.Content[i].Value == "tier_key" {
+					at = rl.Content[i+1]
+				}
+			}
+			return nil, p.errf(at, join(path, "rate_limit.tier_key"), "%q is also the key of a nested descriptor: a request could not tell the tier from it", n.rule.tierKey)
+		}
 	}
 	return n, nil
 }
@@ -417,8 +460,10 @@ var rateLimitFields = map[string]bool{
 	"unit": true, "requests_per_unit": true, "unlimited": true, "name": true, "replaces": true,
 	// ours
 	"algorithm": true, "burst": true, "shards": true, "on_failure": true, "local_share": true, "timeout": true,
-	"replicas": true, "replica_timeout": true, "lease": true, "candidate": true,
+	"replicas": true, "replica_timeout": true, "lease": true, "candidate": true, "tiers": true, "tier_key": true,
 }
+
+var tierFields = map[string]bool{"requests_per_unit": true, "burst": true}
 
 var candidateFields = map[string]bool{"algorithm": true, "unit": true, "requests_per_unit": true, "burst": true}
 
@@ -433,7 +478,8 @@ var Algorithms = []strategy.Algorithm{
 func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *node) error {
 	var unit, alg, onFailure, timeout, replicaTimeout string
 	var rpu uint64
-	var rpuNode, unitNode, algNode, failNode, timeoutNode, replicasNode, replicaTimeoutNode, candNode, leaseNode *yaml.Node
+	var rpuNode, unitNode, algNode, failNode, timeoutNode, replicasNode, replicaTimeoutNode, candNode, leaseNode, tiersNode, tierKeyNode *yaml.Node
+	tierRPU := map[string]uint32{}
 	var unlimited bool
 	cfg := ratelimit.Config{Name: name, Algorithm: ratelimit.FixedWindow}
 	r := &rule{name: name, shadow: shadow}
@@ -494,6 +540,12 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		case "candidate":
 			candNode = v
 			return p.fields(v, f, candidateFields, func(string, *yaml.Node) error { return nil }) // read below
+		case "tier_key":
+			tierKeyNode = v
+			return p.scalar(v, f, &r.tierKey)
+		case "tiers":
+			tiersNode = v
+			return p.tiers(v, f, &cfg, tierRPU)
 		}
 		return nil
 	})
@@ -548,6 +600,14 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		}
 		cfg.ReplicaTimeout = d
 	}
+	switch {
+	case tiersNode != nil && r.tierKey == "":
+		return p.errf(tiersNode, join(path, "tiers"), "needs tier_key: the request entry whose value names the tier")
+	case tierKeyNode != nil && tiersNode == nil:
+		return p.errf(tierKeyNode, join(path, "tier_key"), "names the entry of a tier, but there are no tiers")
+	case tierKeyNode != nil && r.tierKey == "":
+		return p.errf(tierKeyNode, join(path, "tier_key"), "must not be empty")
+	}
 	cfg.Limit = int64(rpu)
 	cfg.Window = u.Window
 	r.rpu = uint32(rpu)
@@ -573,6 +633,9 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 			if field == "candidate" || strings.HasPrefix(field, "candidate.") {
 				at, field = candNode, "candidate"
 			}
+			if field == "tiers" || strings.HasPrefix(field, "tiers.") {
+				at, field = tiersNode, "tiers"
+			}
 			if at == nil && field == "replica_timeout" { // missing: it is the replicas that want it
 				at, field = replicasNode, "replicas"
 			}
@@ -583,7 +646,61 @@ func (p *parser) rateLimit(rl *yaml.Node, path, name string, shadow bool, n *nod
 		return p.errf(rl, path, "%v", err)
 	}
 	r.limiter = lim
+	for name, rpu := range tierRPU {
+		st, err := lim.Tier(name)
+		if err != nil {
+			return p.errf(tiersNode, join(path, "tiers"), "%v", err)
+		}
+		t := *r
+		t.rpu, t.st, t.tierKey, t.tiers = rpu, st, "", nil
+		if r.tiers == nil {
+			r.tiers = make(map[string]*rule, len(tierRPU))
+		}
+		r.tiers[name] = &t
+	}
 	n.rule = r
+	return nil
+}
+
+// tiers reads a rate limit's tiers (ratelimit.Config.Tiers): per name, a
+// requests_per_unit and optionally a burst, in the descriptor's unit.
+func (p *parser) tiers(v *yaml.Node, path string, cfg *ratelimit.Config, rpus map[string]uint32) error {
+	if v.Kind != yaml.MappingNode {
+		return p.errf(v, path, "must be a mapping of tier names, got %s", kindName(v))
+	}
+	cfg.Tiers = map[string]ratelimit.Limit{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, tv := v.Content[i], v.Content[i+1]
+		tp := join(path, k.Value)
+		if k.Value == "" {
+			return p.errf(k, path, "a tier name must not be empty")
+		}
+		if _, dup := cfg.Tiers[k.Value]; dup {
+			return p.errf(k, tp, "duplicate tier")
+		}
+		var rpu uint64
+		var burst int64
+		var rpuNode *yaml.Node
+		if err := p.fields(tv, tp, tierFields, func(f string, fv *yaml.Node) error {
+			switch f {
+			case "requests_per_unit":
+				rpuNode = fv
+				return p.scalar(fv, join(tp, f), &rpu)
+			default:
+				return p.scalar(fv, join(tp, f), &burst)
+			}
+		}); err != nil {
+			return err
+		}
+		if rpuNode == nil {
+			return p.errf(tv, join(tp, "requests_per_unit"), "must be set")
+		}
+		if rpu > math.MaxUint32 {
+			return p.errf(rpuNode, join(tp, "requests_per_unit"), "must be at most %d, got %d", uint32(math.MaxUint32), rpu)
+		}
+		cfg.Tiers[k.Value] = ratelimit.Limit{Limit: int64(rpu), Burst: burst}
+		rpus[k.Value] = uint32(rpu)
+	}
 	return nil
 }
 

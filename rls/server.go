@@ -180,7 +180,8 @@ type match struct {
 // does: entry by entry down the tree, at each level the key and value
 // first, then a wildcard value (file order), then the key alone; the rate
 // limit applies only when the last entry lands on a descriptor that has
-// one. The subject is the domain and every entry as matched, each string
+// one, or the last but one on a descriptor whose rate limit has a tier_key
+// that the last entry's key is (its value names the tier). The subject is the domain and every entry as matched, each string
 // length-prefixed so that no two paths make the same subject.
 func (c *Config) lookup(domain string, entries []*commonv3.RateLimitDescriptor_Entry) match {
 	lv := c.domains[domain]
@@ -217,6 +218,15 @@ func (c *Config) lookup(domain string, entries []*commonv3.RateLimitDescriptor_E
 		}
 		field(k)
 		field(value)
+		// a tier's entry, last, right after a rate limit with tiers: the
+		// tier it names (the own limit for a name it does not know), on the
+		// subject of the entries before it
+		if r := n.rule; r != nil && r.tierKey != "" && i == len(entries)-2 && entries[i+1].GetKey() == r.tierKey {
+			if t := r.tiers[entries[i+1].GetValue()]; t != nil {
+				r = t
+			}
+			return match{rule: r, subject: b.String()}
+		}
 		if i == len(entries)-1 {
 			if n.unlimited {
 				return match{unlimited: true}
@@ -322,7 +332,7 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		if cost == 0 {
 			cost = 1
 		}
-		res, err := m.rule.limiter.AllowN(ctx, m.subject, cost)
+		res, err := m.rule.allowN(ctx, m.subject, cost)
 		if err != nil {
 			errs[i] = err
 			return

@@ -387,3 +387,54 @@ func TestGlobalShadowMode(t *testing.T) {
 		t.Fatalf("Stats().Shadow: got %d, want 2", got)
 	}
 }
+
+// TestTiers checks a rate limit's tiers through a real client: a request
+// descriptor that ends with the tier_key entry is decided under the tier
+// its value names, on the subject of the entries before it (so a subject
+// that changes tier keeps what it used), with the tier's limit in
+// current_limit; an unknown tier, or no tier entry, is the own limit.
+func TestTiers(t *testing.T) {
+	const cfg = `
+domain: tiers
+descriptors:
+  - key: user
+    rate_limit:
+      unit: hour
+      requests_per_unit: 2
+      algorithm: gcra
+      tier_key: plan
+      tiers:
+        pro: {requests_per_unit: 5}
+`
+	e := start(t, shared(t), map[string]string{"tiers.yaml": cfg})
+	count := func(ds *commonv3.RateLimitDescriptor, n int) (allowed int, limit uint32) {
+		for range n {
+			resp := e.ask(t, "tiers", 1, ds)
+			if resp.OverallCode == ok {
+				allowed++
+			}
+			limit = resp.Statuses[0].GetCurrentLimit().GetRequestsPerUnit()
+		}
+		return allowed, limit
+	}
+	if got, lim := count(desc("user", "a", "plan", "pro"), 10); got != 5 || lim != 5 {
+		t.Errorf("pro: %d allowed, current_limit %d; want 5 and 5", got, lim)
+	}
+	if got, lim := count(desc("user", "b"), 10); got != 2 || lim != 2 {
+		t.Errorf("no tier entry: %d allowed, current_limit %d; want the own 2 and 2", got, lim)
+	}
+	if got, lim := count(desc("user", "c", "plan", "gold"), 10); got != 2 || lim != 2 {
+		t.Errorf("unknown tier: %d allowed, current_limit %d; want the own 2 and 2", got, lim)
+	}
+	// user d spends its own 2, then as pro has 3 left: one subject
+	if got, _ := count(desc("user", "d"), 2); got != 2 {
+		t.Fatalf("d: %d allowed, want 2", got)
+	}
+	if got, _ := count(desc("user", "d", "plan", "pro"), 10); got != 3 {
+		t.Errorf("d as pro after 2 of its own: %d allowed, want 3 (the same subject)", got)
+	}
+	// the tier entry only counts last, right after the tiered descriptor
+	if resp := e.ask(t, "tiers", 1, desc("plan", "pro", "user", "e")); resp.Statuses[0].GetCurrentLimit() != nil {
+		t.Errorf("plan first: %v; want no match", resp.Statuses[0])
+	}
+}
