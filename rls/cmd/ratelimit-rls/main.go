@@ -86,7 +86,7 @@ func main() {
 	metrics := fs.String("metrics-addr", env("RLS_METRICS_ADDR", ""), "HTTP address of the Prometheus /metrics endpoint; empty: none (RLS_METRICS_ADDR)")
 	prefix := fs.String("prefix", env("RLS_PREFIX", "rls:"), "Redis key prefix (RLS_PREFIX)")
 	denyCache := fs.Int("deny-cache", envInt("RLS_DENY_CACHE", 0), "answer repeats of a denial in process until its RetryAfter, for at most this many subjects per descriptor; 0: off (RLS_DENY_CACHE)")
-	useBatch := fs.Bool("batch", envBool("RLS_BATCH", false), "share Redis pipelines between concurrent decisions (RLS_BATCH)")
+	useBatch := fs.Bool("batch", envBool("RLS_BATCH", false), "decide through a batch.Client of its own; without it the library batches by default all the same (RLS_BATCH)")
 	shadow := fs.Bool("shadow-mode", envBool("RLS_SHADOW_MODE", false), "every descriptor in shadow mode: decided, recorded and counted, never OVER_LIMIT (RLS_SHADOW_MODE)")
 	headers := fs.Bool("headers", envBool("RLS_HEADERS", false), "add RateLimit-Limit, -Remaining and -Reset response headers (RLS_HEADERS)")
 	hLimit := fs.String("header-limit", env("RLS_HEADER_LIMIT", rls.DefaultHeaders.Limit), "name of the limit header (RLS_HEADER_LIMIT)")
