@@ -3,6 +3,7 @@ package propertytests
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -205,20 +206,29 @@ func (c LateCase) String() string {
 }
 
 func genLate(windows int) gopter.Gen {
-	return gen.Struct(reflect.TypeOf(LateCase{}), map[string]gopter.Gen{
-		"Limit":  gen.Int64Range(8, 32),
-		"Burst":  gen.OneGenOf(gen.Const(int64(0)), gen.Int64Range(8, 32)),
-		"Window": gen.IntRange(0, windows-1),
-		"Phase":  gen.IntRange(0, 999),
+	return gen.Struct(reflect.TypeOf(LateCase{}), leaseGens(windows, map[string]gopter.Gen{
 		"K":      gen.IntRange(2, 6),
 		"J":      gen.IntRange(1, 3),
 		"Rounds": gen.IntRange(2, 4),
 		"D1":     gen.IntRange(0, 1<<20),
 		"T3":     gen.IntRange(0, 1<<20),
-	}).SuchThat(func(c LateCase) bool {
+	})).SuchThat(func(c LateCase) bool {
 		return c.Limit >= 8 && c.Burst >= 0 && c.Window >= 0 && c.Window < windows && c.K >= 2 && c.J >= 1 && c.Rounds >= 2 &&
 			int64(c.K*c.Rounds) < c.Limit && c.D1 >= 0 && c.T3 >= 0
 	})
+}
+
+// leaseGens returns more with the generators of the fields every lease
+// case has: Limit, Burst, Window and Phase.
+func leaseGens(windows int, more map[string]gopter.Gen) map[string]gopter.Gen {
+	m := map[string]gopter.Gen{
+		"Limit":  gen.Int64Range(8, 32),
+		"Burst":  gen.OneGenOf(gen.Const(int64(0)), gen.Int64Range(8, 32)),
+		"Window": gen.IntRange(0, windows-1),
+		"Phase":  gen.IntRange(0, 999),
+	}
+	maps.Copy(m, more)
+	return m
 }
 
 // lateProp runs LateCases and holds their allowed units to the bound.
@@ -321,15 +331,11 @@ func (c RefillCase) String() string {
 }
 
 func genRefill(windows int) gopter.Gen {
-	return gen.Struct(reflect.TypeOf(RefillCase{}), map[string]gopter.Gen{
-		"Limit":  gen.Int64Range(8, 32),
-		"Burst":  gen.OneGenOf(gen.Const(int64(0)), gen.Int64Range(8, 32)),
-		"Window": gen.IntRange(0, windows-1),
-		"Phase":  gen.IntRange(0, 999),
+	return gen.Struct(reflect.TypeOf(RefillCase{}), leaseGens(windows, map[string]gopter.Gen{
 		"K":      gen.IntRange(1, 4),
 		"Rounds": gen.IntRange(2, 4),
 		"Extra":  gen.IntRange(0, 1<<20),
-	}).SuchThat(func(c RefillCase) bool {
+	})).SuchThat(func(c RefillCase) bool {
 		return c.Limit >= 8 && c.Burst >= 0 && c.Window >= 0 && c.Window < windows && c.K >= 1 && c.Rounds >= 2 &&
 			int64(c.K*c.Rounds) < c.Limit && c.Extra >= 0
 	})
