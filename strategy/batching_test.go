@@ -62,9 +62,11 @@ func (l *commandLog) take() []string {
 // ContextTimeoutEnabled, and alone with WithoutBatching or on a client
 // without it. What tells them apart is NOSCRIPT recovery, one decision
 // after SCRIPT FLUSH: batching loads the script (SCRIPT LOAD) and sends
-// EVALSHA again, a direct call falls back to EVAL.
+// EVALSHA again, a direct call falls back to EVAL. The server is its own:
+// another test's script loaded between the flush and the call would hide
+// the difference.
 func TestBatchedByDefault(t *testing.T) {
-	srv := testredis.Shared(t)
+	srv := testredis.Start(t)
 	admin := srv.Client(t)
 	ctx := context.Background()
 	for _, c := range constructors {
