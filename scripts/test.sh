@@ -6,7 +6,12 @@
 #   2. gofmt on every Go file.
 #   3. every module of the repository (every go.mod, nested ones included,
 #      found anew on each run): go vet, staticcheck, then the race-enabled
-#      tests, without the repository checks and the mutation check.
+#      tests, without the repository checks and the mutation check. go vet
+#      and staticcheck build with -race too, so that the tests reuse what
+#      they compiled instead of building every dependency a second time
+#      (on a fresh machine the benchmarks module's three steps took 205 s
+#      with a plain vet, 126 s so); a module with files for one side of the
+#      race build tag is vetted and checked without -race as well.
 #   4. the repository checks (internal/repotest: the README's and docs/'
 #      snippets compile, the nested modules build from a module proxy), on
 #      their own time budget: they run the go command, whose time depends
@@ -140,8 +145,12 @@ for mod in $(git ls-files --cached --others --exclude-standard 'go.mod' '*/go.mo
     gowork=off
   fi
   (cd "$dir" && if [ -n "$gowork" ]; then export GOWORK=off; fi &&
-    step "module ./$dir: go vet" && run "go vet of ./$dir" go vet ./... &&
-    step "module ./$dir: staticcheck" && run "staticcheck of ./$dir" "$staticcheck" ./... &&
+    step "module ./$dir: go vet" && run "go vet of ./$dir" go vet -race ./... &&
+    step "module ./$dir: staticcheck" && GOFLAGS="-race ${GOFLAGS:-}" run "staticcheck of ./$dir" "$staticcheck" ./... &&
+    if grep -rlq --include='*.go' '^//go:build.*race' .; then
+      step "module ./$dir: go vet and staticcheck without -race (files built only without it)" &&
+      run "go vet of ./$dir" go vet ./... && run "staticcheck of ./$dir" "$staticcheck" ./...
+    fi &&
     pkgs=$(go list ./... | grep -v '/internal/repotest$') &&
     step "module ./$dir: tests (-race; the first run builds every dependency with the race detector)" &&
     run "tests of ./$dir" go test -race -shuffle=on -count=1 -p "$TEST_PARALLEL" -timeout "$TEST_TIMEOUT" -skip '^TestMutants$' $pkgs) || failed="$failed ./$dir"
