@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,17 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
+// TestStreamWorkersBound: -stream-workers out of range is refused before
+// anything starts.
+func TestStreamWorkersBound(t *testing.T) {
+	for _, n := range []int{-1, maxStreamWorkers + 1} {
+		err := run(context.Background(), runConfig{addr: "127.0.0.1:0", streamWorkers: n}, nil)
+		if err == nil || !strings.Contains(err.Error(), "stream-workers") {
+			t.Errorf("stream-workers %d: %v, want an error naming stream-workers", n, err)
+		}
+	}
+}
+
 // TestRun starts the command's server as main does, direct, batched and
 // on a Redis Cluster, asks it through a real RLS v3 client and the health service,
 // and stops it as SIGTERM does.
@@ -30,7 +42,8 @@ func TestRun(t *testing.T) {
 	for _, c := range []struct {
 		name             string
 		batched, cluster bool
-	}{{"direct", false, false}, {"batched", true, false}, {"cluster batched", true, true}} {
+		workers          int
+	}{{"direct", false, false, 0}, {"batched", true, false, 4}, {"cluster batched", true, true, DefaultStreamWorkers}} {
 		t.Run(c.name, func(t *testing.T) {
 			redisAddr := ""
 			if c.cluster {
@@ -55,6 +68,7 @@ func TestRun(t *testing.T) {
 				done <- run(ctx, runConfig{
 					addr: "127.0.0.1:0", redisAddr: redisAddr, cluster: c.cluster, config: dir, prefix: testredis.Prefix(t),
 					batch: c.batched, headers: true, metrics: metricsAddr, denyCache: 1000, poll: 10 * time.Millisecond, grace: 5 * time.Second,
+					streamWorkers: c.workers,
 				}, func(a net.Addr) { addrs <- a })
 			}()
 			var addr net.Addr
@@ -82,6 +96,23 @@ func TestRun(t *testing.T) {
 				if len(resp.ResponseHeadersToAdd) != 3 {
 					t.Fatalf("request %d: headers %v, want 3", i+1, resp.ResponseHeadersToAdd)
 				}
+			}
+			// more requests at once than stream workers: each its own subject's first
+			var wg sync.WaitGroup
+			errs := make(chan error, 32)
+			for i := range 32 {
+				wg.Go(func() {
+					resp, err := client.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{
+						{Entries: []*commonv3.RateLimitDescriptor_Entry{{Key: "k", Value: fmt.Sprint("w", i)}}}}})
+					if err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OK {
+						errs <- fmt.Errorf("concurrent request %d: %v %v, want OK", i, resp, err)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
 			}
 			mr, err := http.Get("http://" + metricsAddr + "/metrics")
 			if err != nil {
