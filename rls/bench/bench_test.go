@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,16 +31,22 @@ func TestMain(m *testing.M) {
 // TestSideBySide starts envoyproxy/ratelimit and ratelimit-rls on one
 // Redis with the same descriptors, checks that they make the same
 // decisions for the same requests, and runs one short cell of load on
-// each, so that the benchmark keeps working.
+// each, so that the benchmark keeps working, profiles included.
 func TestSideBySide(t *testing.T) {
 	rs := testredis.Start(t)
 	for _, v := range []variant{variants[0], variants[3]} {
 		t.Run(v.name, func(t *testing.T) {
-			s, err := startServer(rs, v, 5)
+			dir := t.TempDir()
+			s, err := startServer(rs, v, 5, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.stop()
+			stopped := false
+			defer func() {
+				if !stopped {
+					s.stop()
+				}
+			}()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			var codes []rlsv3.RateLimitResponse_Code
@@ -64,8 +71,14 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.errors != 0 || r.rate <= 0 {
+			if r.errors != 0 || r.rate <= 0 || r.loadCPU <= 0 || r.srvCPU <= 0 {
 				t.Fatalf("load: %+v", r)
+			}
+			s.stop()
+			stopped = true
+			p := filepath.Join(dir, slug(v.name)+".pprof")
+			if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+				t.Fatalf("the server's CPU profile: %v, %v", fi, err)
 			}
 		})
 	}

@@ -39,6 +39,7 @@ type variant struct {
 	envoy     bool   // envoyproxy/ratelimit; otherwise ours
 	algorithm string // ours: the descriptor's algorithm
 	batch     bool   // ours: -batch
+	noWorkers bool   // ours: -stream-workers 0, a goroutine per request
 	env       []string
 }
 
@@ -47,6 +48,7 @@ var variants = []variant{
 	{name: "envoyproxy/ratelimit, REDIS_PIPELINE_WINDOW=150us", envoy: true, env: []string{"REDIS_PIPELINE_WINDOW=150us"}},
 	{name: "rls fixed_window", algorithm: "fixed_window"},
 	{name: "rls fixed_window, batched", algorithm: "fixed_window", batch: true},
+	{name: "rls fixed_window, a goroutine per request", algorithm: "fixed_window", noWorkers: true},
 	{name: "rls sliding_counter, batched", algorithm: "sliding_counter", batch: true},
 	{name: "rls gcra, batched", algorithm: "gcra", batch: true},
 	{name: "rls token_bucket, batched", algorithm: "token_bucket", batch: true},
@@ -71,6 +73,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds: each cell is measured once a round, the variants interleaved, and the median reported")
 	subjects := flag.Int("subjects", 100, "distinct descriptor values the load spreads over")
 	rpu := flag.Int("rpu", 100, "requests_per_unit (per second) of each subject")
+	profileDir := flag.String("profile", "", "write each server's CPU profile over the whole run to `dir`/<server>.pprof")
 	flag.Parse()
 	var cs []int
 	for _, s := range strings.Split(*conc, ",") {
@@ -95,7 +98,7 @@ func main() {
 		if *only != "" && !strings.Contains(v.name, *only) {
 			continue
 		}
-		s, err := startServer(rs, v, *rpu)
+		s, err := startServer(rs, v, *rpu, *profileDir)
 		if err != nil {
 			log.Fatalf("bench: %s: %v", v.name, err)
 		}
@@ -117,13 +120,38 @@ func main() {
 	}
 	fmt.Printf("%d subjects at %d/s each (fixed window unless named); %v per cell, median of %d interleaved rounds; GOMAXPROCS %d\n\n",
 		*subjects, *rpu, *duration, *rounds, numCPU())
-	fmt.Printf("| server | c | decisions/s | p50 | p99 | over limit | Redis CPU µs/decision | server CPU µs/decision | errors |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| server | c | decisions/s | p50 | p99 | over limit | Redis CPU µs/decision | server CPU µs/decision | load generator CPU µs/decision | errors |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for vi, s := range servers {
 		for ci, c := range cs {
 			r := median(results[cell{vi, ci}])
-			fmt.Printf("| %s | %d | %.0f | %s | %s | %.1f%% | %.1f | %.1f | %d |\n", s.v.name, c, r.rate, round(r.p50), round(r.p99), r.over, r.redisCPU, r.srvCPU, r.errors)
+			fmt.Printf("| %s | %d | %.0f | %s | %s | %.1f%% | %.1f | %.1f | %.1f | %d |\n", s.v.name, c, r.rate, round(r.p50), round(r.p99), r.over, r.redisCPU, r.srvCPU, r.loadCPU, r.errors)
 		}
 	}
+	// What the cores allow once the load generator has its share: a
+	// server and a Redis that cost nothing would reach cores / its CPU
+	// per decision.
+	fmt.Printf("\nThe load generator's share bounds every row: with a server and a Redis that cost nothing, %d cores would decide at most %s/s at its median CPU per decision.\n",
+		numCPU(), bound(numCPU(), results))
+}
+
+// bound is the decisions/s that cores allow when only the load generator
+// spends CPU, at the median of its CPU per decision over every cell.
+func bound[K comparable](cores int, results map[K][]row) string {
+	var us []float64
+	for _, rs := range results {
+		for _, r := range rs {
+			us = append(us, r.loadCPU)
+		}
+	}
+	if len(us) == 0 {
+		return "n/a"
+	}
+	slices.Sort(us)
+	m := us[len(us)/2]
+	if m <= 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(cores)*1e6/m, 'f', 0, 64)
 }
 
 // row is one measured cell.
@@ -132,6 +160,7 @@ type row struct {
 	p50, p99         time.Duration
 	over             float64 // % of decisions OVER_LIMIT
 	redisCPU, srvCPU float64 // µs per decision
+	loadCPU          float64 // µs per decision, the load generator's (this process)
 	errors           int64
 }
 
@@ -144,14 +173,15 @@ func median(rs []row) row {
 
 // server is one variant's server process.
 type server struct {
-	v    variant
-	cmd  *exec.Cmd
-	lg   *load
-	dir  string
-	done chan struct{}
+	v       variant
+	cmd     *exec.Cmd
+	lg      *load
+	dir     string
+	profile string // where the server writes its CPU profile, if anywhere
+	done    chan struct{}
 }
 
-func startServer(rs *testredis.Server, v variant, rpu int) (*server, error) {
+func startServer(rs *testredis.Server, v variant, rpu int, profileDir string) (*server, error) {
 	dir, err := os.MkdirTemp("", "rls-bench-")
 	if err != nil {
 		return nil, err
@@ -195,7 +225,14 @@ func startServer(rs *testredis.Server, v variant, rpu int) (*server, error) {
 		if err := os.WriteFile(file, []byte(config(rpu, v.algorithm)), 0o644); err != nil {
 			return nil, err
 		}
-		s.cmd = exec.Command(self, "serve-rls", "-addr", addr, "-redis", rs.Addr, "-config", file, "-batch="+strconv.FormatBool(v.batch))
+		s.cmd = exec.Command(self, "serve-rls", "-addr", addr, "-redis", rs.Addr, "-config", file, "-batch="+strconv.FormatBool(v.batch), "-stream-workers="+strconv.Itoa(map[bool]int{false: streamWorkers}[v.noWorkers]))
+	}
+	if profileDir != "" {
+		if s.cmd.Env == nil {
+			s.cmd.Env = os.Environ()
+		}
+		s.profile = filepath.Join(profileDir, slug(v.name)+".pprof")
+		s.cmd.Env = append(s.cmd.Env, "BENCH_CPUPROFILE="+s.profile)
 	}
 	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -219,6 +256,14 @@ func (s *server) stop() {
 	if s.lg != nil {
 		s.lg.close()
 	}
+	if s.profile != "" {
+		s.cmd.Process.Signal(syscall.SIGUSR1)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(s.profile); err == nil {
+				break
+			}
+		}
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -240,7 +285,9 @@ func (s *server) measure(rs *testredis.Server, c int, d time.Duration, subjects 
 		return row{}, err
 	}
 	srvBefore := procCPU(s.cmd.Process.Pid)
+	loadBefore := selfCPU()
 	r := s.lg.run(c, d, subjects)
+	loadAfter := selfCPU()
 	redisAfter, err := redisCPU(rs.Addr)
 	if err != nil {
 		return row{}, err
@@ -255,6 +302,7 @@ func (s *server) measure(rs *testredis.Server, c int, d time.Duration, subjects 
 		over:     100 * float64(r.over) / n,
 		redisCPU: float64((redisAfter - redisBefore).Microseconds()) / n,
 		srvCPU:   float64((srvAfter - srvBefore).Microseconds()) / n,
+		loadCPU:  float64((loadAfter - loadBefore).Microseconds()) / n,
 		errors:   r.errors,
 	}, nil
 }
@@ -268,6 +316,16 @@ func config(rpu int, algorithm string) string {
 		alg = ", algorithm: " + algorithm
 	}
 	return fmt.Sprintf("domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: %d%s}\n", rpu, alg)
+}
+
+// slug is name as a file name: letters and digits, the rest '-'.
+func slug(name string) string {
+	return strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name), "-")
 }
 
 func round(d time.Duration) string {
