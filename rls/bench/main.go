@@ -40,6 +40,7 @@ type variant struct {
 	algorithm string // ours: the descriptor's algorithm
 	batch     bool   // ours: -batch
 	noWorkers bool   // ours: -stream-workers 0, a goroutine per request
+	denyCache int    // ours: -deny-cache
 	env       []string
 }
 
@@ -49,6 +50,8 @@ var variants = []variant{
 	{name: "rls fixed_window", algorithm: "fixed_window"},
 	{name: "rls fixed_window, batched", algorithm: "fixed_window", batch: true},
 	{name: "rls fixed_window, a goroutine per request", algorithm: "fixed_window", noWorkers: true},
+	{name: "envoyproxy/ratelimit, LOCAL_CACHE_SIZE_IN_BYTES=1MiB", envoy: true, env: []string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}},
+	{name: "rls fixed_window, -deny-cache 10000", algorithm: "fixed_window", denyCache: 10000},
 	{name: "rls sliding_counter, batched", algorithm: "sliding_counter", batch: true},
 	{name: "rls gcra, batched", algorithm: "gcra", batch: true},
 	{name: "rls token_bucket, batched", algorithm: "token_bucket", batch: true},
@@ -225,7 +228,7 @@ func startServer(rs *testredis.Server, v variant, rpu int, profileDir string) (*
 		if err := os.WriteFile(file, []byte(config(rpu, v.algorithm)), 0o644); err != nil {
 			return nil, err
 		}
-		s.cmd = exec.Command(self, "serve-rls", "-addr", addr, "-redis", rs.Addr, "-config", file, "-batch="+strconv.FormatBool(v.batch), "-stream-workers="+strconv.Itoa(map[bool]int{false: streamWorkers}[v.noWorkers]))
+		s.cmd = exec.Command(self, "serve-rls", "-addr", addr, "-redis", rs.Addr, "-config", file, "-batch="+strconv.FormatBool(v.batch), "-stream-workers="+strconv.Itoa(map[bool]int{false: streamWorkers}[v.noWorkers]), "-deny-cache="+strconv.Itoa(v.denyCache))
 	}
 	if profileDir != "" {
 		if s.cmd.Env == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
+	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/batch"
 	"github.com/ratekit/ratelimit/rls"
 )
@@ -79,6 +80,7 @@ func serveRLS(args []string) {
 	config := fs.String("config", "", "")
 	useBatch := fs.Bool("batch", false, "")
 	workers := fs.Uint("stream-workers", streamWorkers, "")
+	denyCache := fs.Int("deny-cache", 0, "")
 	fs.Parse(args)
 	profile()
 	rdb := redis.NewClient(&redis.Options{
@@ -93,7 +95,11 @@ func serveRLS(args []string) {
 		}
 		sc = b
 	}
-	build := rls.NewBuilder(sc, "rls:")
+	var obs []ratelimit.Option
+	if *denyCache > 0 {
+		obs = append(obs, ratelimit.WithDenyCache(*denyCache))
+	}
+	build := rls.NewBuilder(sc, "rls:", obs...)
 	srv := rls.NewServer(nil)
 	if err := srv.Reload(*config, build); err != nil {
 		log.Fatal(err)
