@@ -8,10 +8,9 @@
 #      found anew on each run): go vet, staticcheck, then the race-enabled
 #      tests, without the repository checks and the mutation check. go vet
 #      and staticcheck build with -race too, so that the tests reuse what
-#      they compiled instead of building every dependency a second time
-#      (on a fresh machine the benchmarks module's three steps took 205 s
-#      with a plain vet, 126 s so); the packages with files built only
-#      without -race are vetted without it as well.
+#      they compiled instead of building every dependency a second time;
+#      the packages with files built only without -race are vetted without
+#      it as well.
 #   4. the repository checks (internal/repotest: the README's and docs/'
 #      snippets compile, the nested modules build from a module proxy), on
 #      their own time budget: they run the go command, whose time depends
@@ -19,8 +18,7 @@
 #   5. the mutation check (propertytests TestMutants), on its own time budget:
 #      it builds and runs the property tests once per deliberate bug, which
 #      takes minutes of CPU. It starts before step 3 and runs alongside
-#      steps 3 and 4 (the tests there mostly wait on Redis and on time), its
-#      output held back and printed when it ends.
+#      steps 3 and 4, its output held back and printed when it ends.
 #
 # The tests of a module run twice as many packages at once as there are
 # CPUs (TEST_PARALLEL): they wait on Redis and on real time more than they
@@ -120,7 +118,8 @@ fi
 mutants_dir=""
 if [ "${SKIP_MUTANTS:-}" != 1 ]; then
   mutants_dir=$(mktemp -d)
-  trap '[ "$BASHPID" != "$$" ] || { [ -z "${mutants_pid:-}" ] || kill "$mutants_pid" 2>/dev/null; rm -rf "$mutants_dir"; }' EXIT
+  # an early exit stops it, go test included (the subshell's child)
+  trap '[ "$BASHPID" != "$$" ] || { [ -z "${mutants_pid:-}" ] || { pkill -P "$mutants_pid" || true; kill "$mutants_pid" || true; } 2>/dev/null; rm -rf "$mutants_dir"; }' EXIT
   step "mutation check: started alongside the module tests (mutants matching '${RATELIMIT_MUTANTS:-.}', budget $MUTANTS_TIMEOUT); its output comes when it ends"
   (
     rc=0
