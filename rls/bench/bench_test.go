@@ -41,12 +41,7 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stopped := false
-			defer func() {
-				if !stopped {
-					s.stop()
-				}
-			}()
+			defer s.stop()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			var codes []rlsv3.RateLimitResponse_Code
@@ -74,8 +69,7 @@ func TestSideBySide(t *testing.T) {
 			if r.errors != 0 || r.rate <= 0 || r.loadCPU <= 0 || r.srvCPU <= 0 {
 				t.Fatalf("load: %+v", r)
 			}
-			s.stop()
-			stopped = true
+			s.stop() // writes the profile
 			p := filepath.Join(dir, slug(v.name)+".pprof")
 			if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 				t.Fatalf("the server's CPU profile: %v, %v", fi, err)

@@ -133,24 +133,24 @@ func main() {
 	// What the cores allow once the load generator has its share: a
 	// server and a Redis that cost nothing would reach cores / its CPU
 	// per decision.
+	var loadCPU []float64
+	for _, rs := range results {
+		for _, r := range rs {
+			loadCPU = append(loadCPU, r.loadCPU)
+		}
+	}
 	fmt.Printf("\nThe load generator's share bounds every row: with a server and a Redis that cost nothing, %d cores would decide at most %s/s at its median CPU per decision.\n",
-		numCPU(), bound(numCPU(), results))
+		numCPU(), bound(numCPU(), loadCPU))
 }
 
 // bound is the decisions/s that cores allow when only the load generator
-// spends CPU, at the median of its CPU per decision over every cell.
-func bound[K comparable](cores int, results map[K][]row) string {
-	var us []float64
-	for _, rs := range results {
-		for _, r := range rs {
-			us = append(us, r.loadCPU)
-		}
-	}
-	if len(us) == 0 {
+// spends CPU, at the median of its CPU per decision (µs) over the cells.
+func bound(cores int, loadCPU []float64) string {
+	if len(loadCPU) == 0 {
 		return "n/a"
 	}
-	slices.Sort(us)
-	m := us[len(us)/2]
+	slices.Sort(loadCPU)
+	m := loadCPU[len(loadCPU)/2]
 	if m <= 0 {
 		return "n/a"
 	}
@@ -182,6 +182,7 @@ type server struct {
 	dir     string
 	profile string // where the server writes its CPU profile, if anywhere
 	done    chan struct{}
+	stopped bool
 }
 
 func startServer(rs *testredis.Server, v variant, rpu int, profileDir string) (*server, error) {
@@ -228,7 +229,12 @@ func startServer(rs *testredis.Server, v variant, rpu int, profileDir string) (*
 		if err := os.WriteFile(file, []byte(config(rpu, v.algorithm)), 0o644); err != nil {
 			return nil, err
 		}
-		s.cmd = exec.Command(self, "serve-rls", "-addr", addr, "-redis", rs.Addr, "-config", file, "-batch="+strconv.FormatBool(v.batch), "-stream-workers="+strconv.Itoa(map[bool]int{false: streamWorkers}[v.noWorkers]), "-deny-cache="+strconv.Itoa(v.denyCache))
+		workers := streamWorkers
+		if v.noWorkers {
+			workers = 0
+		}
+		s.cmd = exec.Command(self, "serve-rls", "-addr", addr, "-redis", rs.Addr, "-config", file,
+			"-batch="+strconv.FormatBool(v.batch), "-stream-workers="+strconv.Itoa(workers), "-deny-cache="+strconv.Itoa(v.denyCache))
 	}
 	if profileDir != "" {
 		if s.cmd.Env == nil {
@@ -255,7 +261,13 @@ func startServer(rs *testredis.Server, v variant, rpu int, profileDir string) (*
 	return s, nil
 }
 
+// stop stops the server (its profile written first); a second call does
+// nothing.
 func (s *server) stop() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
 	if s.lg != nil {
 		s.lg.close()
 	}
@@ -288,9 +300,9 @@ func (s *server) measure(rs *testredis.Server, c int, d time.Duration, subjects 
 		return row{}, err
 	}
 	srvBefore := procCPU(s.cmd.Process.Pid)
-	loadBefore := selfCPU()
+	loadBefore := procCPU(os.Getpid())
 	r := s.lg.run(c, d, subjects)
-	loadAfter := selfCPU()
+	loadAfter := procCPU(os.Getpid())
 	redisAfter, err := redisCPU(rs.Addr)
 	if err != nil {
 		return row{}, err
