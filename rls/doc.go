@@ -18,8 +18,8 @@
 //
 // Serve it on a grpc.Server with stream workers
 // (grpc.NewServer(grpc.NumStreamWorkers(64))): a goroutine started per
-// request grows its stack on the way down to the Redis call, and copying
-// stacks cost a quarter of the server's CPU at 64 callers in rls/bench.
+// request grows its stack on the way down to the Redis call, while a
+// worker keeps its grown stack (bench/README.md has what that saves).
 //
 // The command cmd/ratelimit-rls serves it with flags and environment
 // variables; see the module's README for the configuration format.

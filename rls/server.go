@@ -180,8 +180,9 @@ type match struct {
 // does: entry by entry down the tree, at each level the key and value
 // first, then a wildcard value (file order), then the key alone; the rate
 // limit applies only when the last entry lands on a descriptor that has
-// one, or the last but one on a descriptor whose rate limit has a tier_key
-// that the last entry's key is (its value names the tier). The subject is the domain and every entry as matched, each string
+// one, or the last but one on a descriptor whose rate limit has a
+// tier_key that the last entry's key is (its value names the tier). The
+// subject is the domain and every entry as matched, each string
 // length-prefixed so that no two paths make the same subject.
 func (c *Config) lookup(domain string, entries []*commonv3.RateLimitDescriptor_Entry) match {
 	lv := c.domains[domain]

@@ -112,9 +112,9 @@ func main() {
 // DefaultStreamWorkers is how many requests in flight the gRPC server
 // serves on worker goroutines it keeps (grpc.NumStreamWorkers) rather than
 // on a goroutine started for each: a new goroutine grows its stack on the
-// way down to the Redis call, and copying stacks took a quarter of the
-// server's CPU at 64 callers (rls/bench); workers keep theirs. Beyond
-// them a request gets a goroutine of its own, as without workers.
+// way down to the Redis call, a worker keeps its grown stack (see
+// rls/bench). Beyond them a request gets a goroutine of its own, as
+// without workers.
 const DefaultStreamWorkers = 64
 
 // maxStreamWorkers bounds -stream-workers: each worker is a goroutine
