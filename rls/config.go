@@ -445,11 +445,12 @@ func (p *parser) descriptor(dn *yaml.Node, path, name string) (*node, error) {
 		n.children = lv
 		if n.rule != nil && n.rule.tierKey != "" && lv.hasKey(n.rule.tierKey) {
 			at := rl
-			for i := 0; i+1 < len(rl.Content); i += 2 {
-				if rl.Content[i].Value == "tier_key" {
-					at = rl.Content[i+1]
+			p.fields(rl, "", rateLimitFields, func(f string, v *yaml.Node) error { // read already: no error
+				if f == "tier_key" {
+					at = v
 				}
-			}
+				return nil
+			})
 			return nil, p.errf(at, join(path, "rate_limit.tier_key"), "%q is also the key of a nested descriptor: a request could not tell the tier from it", n.rule.tierKey)
 		}
 	}
