@@ -66,7 +66,9 @@ func TestSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.errors != 0 || r.rate <= 0 || r.loadCPU <= 0 || r.srvCPU <= 0 {
+			// (the server's CPU comes in clock ticks, which 200ms of load
+			// on a busy machine may not reach)
+			if r.errors != 0 || r.rate <= 0 || r.loadCPU <= 0 {
 				t.Fatalf("load: %+v", r)
 			}
 			s.stop() // writes the profile

@@ -300,9 +300,9 @@ func (s *server) measure(rs *testredis.Server, c int, d time.Duration, subjects 
 		return row{}, err
 	}
 	srvBefore := procCPU(s.cmd.Process.Pid)
-	loadBefore := procCPU(os.Getpid())
+	loadBefore := selfCPU()
 	r := s.lg.run(c, d, subjects)
-	loadAfter := procCPU(os.Getpid())
+	loadAfter := selfCPU()
 	redisAfter, err := redisCPU(rs.Addr)
 	if err != nil {
 		return row{}, err
