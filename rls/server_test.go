@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ratekit/ratelimit"
 	"github.com/ratekit/ratelimit/batch"
+	"github.com/ratekit/ratelimit/internal/testredis"
 	"github.com/ratekit/ratelimit/rls"
 )
 
@@ -436,5 +439,48 @@ descriptors:
 	// the tier entry only counts last, right after the tiered descriptor
 	if resp := e.ask(t, "tiers", 1, desc("plan", "pro", "user", "e")); resp.Statuses[0].GetCurrentLimit() != nil {
 		t.Errorf("plan first: %v; want no match", resp.Statuses[0])
+	}
+}
+
+// TestTiersDenyCache: tiers meet the deny cache (-deny-cache): a subject
+// denied under its own limit, its denial cached, is decided afresh under a
+// tier with more room, and a denial under the tier is cached as the tier's.
+func TestTiersDenyCache(t *testing.T) {
+	const cfg = `
+domain: tiers
+descriptors:
+  - key: user
+    rate_limit:
+      unit: hour
+      requests_per_unit: 2
+      tier_key: plan
+      tiers:
+        pro: {requests_per_unit: 5}
+`
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tiers.yaml"), cfg)
+	build := rls.NewBuilder(shared(t), testredis.Prefix(t), ratelimit.WithDenyCache(100))
+	c, err := rls.Load(dir, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{srv: rls.NewServer(c), dir: dir, build: build}
+	e.client = serve(t, e.srv)
+	count := func(ds *commonv3.RateLimitDescriptor, n int) (allowed int) {
+		for range n {
+			if e.ask(t, "tiers", 1, ds).OverallCode == ok {
+				allowed++
+			}
+		}
+		return allowed
+	}
+	if got := count(desc("user", "d"), 4); got != 2 {
+		t.Fatalf("own limit: %d of 4 allowed, want 2 (the rest denied, cached)", got)
+	}
+	if got := count(desc("user", "d", "plan", "pro"), 5); got != 3 {
+		t.Errorf("as pro after its own denial was cached: %d of 5 allowed, want 3", got)
+	}
+	if got := count(desc("user", "d"), 2); got != 0 {
+		t.Errorf("own limit again: %d allowed, want 0", got)
 	}
 }
