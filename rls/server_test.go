@@ -391,13 +391,9 @@ func TestGlobalShadowMode(t *testing.T) {
 	}
 }
 
-// TestTiers checks a rate limit's tiers through a real client: a request
-// descriptor that ends with the tier_key entry is decided under the tier
-// its value names, on the subject of the entries before it (so a subject
-// that changes tier keeps what it used), with the tier's limit in
-// current_limit; an unknown tier, or no tier entry, is the own limit.
-func TestTiers(t *testing.T) {
-	const cfg = `
+// tiersConfig is a per-user limit of 2 an hour with a tier pro of 5,
+// named by the request entry plan.
+const tiersConfig = `
 domain: tiers
 descriptors:
   - key: user
@@ -409,31 +405,42 @@ descriptors:
       tiers:
         pro: {requests_per_unit: 5}
 `
-	e := start(t, shared(t), map[string]string{"tiers.yaml": cfg})
-	count := func(ds *commonv3.RateLimitDescriptor, n int) (allowed int, limit uint32) {
-		for range n {
-			resp := e.ask(t, "tiers", 1, ds)
-			if resp.OverallCode == ok {
-				allowed++
-			}
-			limit = resp.Statuses[0].GetCurrentLimit().GetRequestsPerUnit()
+
+// count asks domain tiers n times for ds, one unit each, and returns how
+// many were allowed and the last current_limit.
+func (e *env) count(t *testing.T, ds *commonv3.RateLimitDescriptor, n int) (allowed int, limit uint32) {
+	t.Helper()
+	for range n {
+		resp := e.ask(t, "tiers", 1, ds)
+		if resp.OverallCode == ok {
+			allowed++
 		}
-		return allowed, limit
+		limit = resp.Statuses[0].GetCurrentLimit().GetRequestsPerUnit()
 	}
-	if got, lim := count(desc("user", "a", "plan", "pro"), 10); got != 5 || lim != 5 {
+	return allowed, limit
+}
+
+// TestTiers checks a rate limit's tiers through a real client: a request
+// descriptor that ends with the tier_key entry is decided under the tier
+// its value names, on the subject of the entries before it (so a subject
+// that changes tier keeps what it used), with the tier's limit in
+// current_limit; an unknown tier, or no tier entry, is the own limit.
+func TestTiers(t *testing.T) {
+	e := start(t, shared(t), map[string]string{"tiers.yaml": tiersConfig})
+	if got, lim := e.count(t, desc("user", "a", "plan", "pro"), 10); got != 5 || lim != 5 {
 		t.Errorf("pro: %d allowed, current_limit %d; want 5 and 5", got, lim)
 	}
-	if got, lim := count(desc("user", "b"), 10); got != 2 || lim != 2 {
+	if got, lim := e.count(t, desc("user", "b"), 10); got != 2 || lim != 2 {
 		t.Errorf("no tier entry: %d allowed, current_limit %d; want the own 2 and 2", got, lim)
 	}
-	if got, lim := count(desc("user", "c", "plan", "gold"), 10); got != 2 || lim != 2 {
+	if got, lim := e.count(t, desc("user", "c", "plan", "gold"), 10); got != 2 || lim != 2 {
 		t.Errorf("unknown tier: %d allowed, current_limit %d; want the own 2 and 2", got, lim)
 	}
 	// user d spends its own 2, then as pro has 3 left: one subject
-	if got, _ := count(desc("user", "d"), 2); got != 2 {
+	if got, _ := e.count(t, desc("user", "d"), 2); got != 2 {
 		t.Fatalf("d: %d allowed, want 2", got)
 	}
-	if got, _ := count(desc("user", "d", "plan", "pro"), 10); got != 3 {
+	if got, _ := e.count(t, desc("user", "d", "plan", "pro"), 10); got != 3 {
 		t.Errorf("d as pro after 2 of its own: %d allowed, want 3 (the same subject)", got)
 	}
 	// the tier entry only counts last, right after the tiered descriptor
@@ -446,19 +453,8 @@ descriptors:
 // denied under its own limit, its denial cached, is decided afresh under a
 // tier with more room, and a denial under the tier is cached as the tier's.
 func TestTiersDenyCache(t *testing.T) {
-	const cfg = `
-domain: tiers
-descriptors:
-  - key: user
-    rate_limit:
-      unit: hour
-      requests_per_unit: 2
-      tier_key: plan
-      tiers:
-        pro: {requests_per_unit: 5}
-`
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "tiers.yaml"), cfg)
+	writeFile(t, filepath.Join(dir, "tiers.yaml"), tiersConfig)
 	build := rls.NewBuilder(shared(t), testredis.Prefix(t), ratelimit.WithDenyCache(100))
 	c, err := rls.Load(dir, build)
 	if err != nil {
@@ -466,21 +462,13 @@ descriptors:
 	}
 	e := &env{srv: rls.NewServer(c), dir: dir, build: build}
 	e.client = serve(t, e.srv)
-	count := func(ds *commonv3.RateLimitDescriptor, n int) (allowed int) {
-		for range n {
-			if e.ask(t, "tiers", 1, ds).OverallCode == ok {
-				allowed++
-			}
-		}
-		return allowed
-	}
-	if got := count(desc("user", "d"), 4); got != 2 {
+	if got, _ := e.count(t, desc("user", "d"), 4); got != 2 {
 		t.Fatalf("own limit: %d of 4 allowed, want 2 (the rest denied, cached)", got)
 	}
-	if got := count(desc("user", "d", "plan", "pro"), 5); got != 3 {
+	if got, _ := e.count(t, desc("user", "d", "plan", "pro"), 5); got != 3 {
 		t.Errorf("as pro after its own denial was cached: %d of 5 allowed, want 3", got)
 	}
-	if got := count(desc("user", "d"), 2); got != 0 {
+	if got, _ := e.count(t, desc("user", "d"), 2); got != 0 {
 		t.Errorf("own limit again: %d allowed, want 0", got)
 	}
 }
