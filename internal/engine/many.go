@@ -16,7 +16,11 @@ import (
 //
 //	m, then m pairs (keys, arguments of request i), then the requests' arguments
 //
-// and it returns one reply per request: the body's, or the error it raised
+// where a request with the same arguments as the one before it counts -1
+// arguments and sends none: its body reads the same ARGV table (the
+// bodies only read ARGV). Requests of one strategy and limit differ only
+// in their keys, so an invocation carries their arguments once, which
+// Redis then parses and copies into Lua once. It returns one reply per request: the body's, or the error it raised
 // (pcall), so that a failing request fails alone. The requests read the
 // server's TIME once per invocation (now_ms caches it): they are decided
 // at the same instant.
@@ -24,10 +28,14 @@ const manyDriver = `
 end
 local unpack = table.unpack or unpack
 local m = ARGV[1] + 0
-local ki, ai, out = 1, 2 + 2 * m, {}
+local ki, ai, out, args = 1, 2 + 2 * m, {}, nil
 for i = 1, m do
   local nk, na = ARGV[2 * i] + 0, ARGV[2 * i + 1] + 0
-  local ok, r = pcall(decide, {unpack(KEYS, ki, ki + nk - 1)}, {unpack(ARGV, ai, ai + na - 1)})
+  if na >= 0 then
+    args = {unpack(ARGV, ai, ai + na - 1)}
+    ai = ai + na
+  end
+  local ok, r = pcall(decide, {unpack(KEYS, ki, ki + nk - 1)}, args)
   if not ok then
     if type(r) ~= 'table' then
       r = redis.error_reply(tostring(r))
@@ -36,7 +44,7 @@ for i = 1, m do
     r = false
   end
   out[i] = r
-  ki, ai = ki + nk, ai + na
+  ki = ki + nk
 end
 return out
 `
@@ -135,11 +143,17 @@ func manyCmd(ctx context.Context, cs []*Call, idx []int) *redis.Cmd {
 		}
 	}
 	a = append(a, len(idx))
-	for _, i := range idx {
-		a = append(a, len(cs[i].Keys), len(cs[i].Args))
+	for j, i := range idx {
+		na := len(cs[i].Args)
+		if j > 0 && sameArgs(cs[idx[j-1]].Args, cs[i].Args) {
+			na = -1
+		}
+		a = append(a, len(cs[i].Keys), na)
 	}
-	for _, i := range idx {
-		a = append(a, cs[i].Args...)
+	for j, i := range idx {
+		if j == 0 || !sameArgs(cs[idx[j-1]].Args, cs[i].Args) {
+			a = append(a, cs[i].Args...)
+		}
 	}
 	cmd := redis.NewCmd(ctx, a...)
 	cmd.SetFirstKeyPos(3)
@@ -158,4 +172,35 @@ func hashTag(key string) string {
 		return ""
 	}
 	return key[s+1 : s+1+e]
+}
+
+// sameArgs reports whether a and b are the same arguments: of equal
+// length, each of one comparable kind and equal.
+func sameArgs(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case string:
+			if y, ok := b[i].(string); !ok || x != y {
+				return false
+			}
+		case int:
+			if y, ok := b[i].(int); !ok || x != y {
+				return false
+			}
+		case int64:
+			if y, ok := b[i].(int64); !ok || x != y {
+				return false
+			}
+		case float64:
+			if y, ok := b[i].(float64); !ok || x != y {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -3,7 +3,10 @@ package engine_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/testredis"
@@ -107,5 +110,64 @@ func TestSendManyBySlotOnACluster(t *testing.T) {
 	checkCounts(t, cs, -1, false)
 	if n := p.evalsha.Load(); n != 3 {
 		t.Errorf("%d EVALSHA; want 3, one per hash tag", n)
+	}
+}
+
+// argCount records the number of arguments of the last EVALSHA sent.
+type argCount struct{ n atomic.Int64 }
+
+func (a *argCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (a *argCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { a.count(cmd); return next(ctx, cmd) }
+}
+func (a *argCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			a.count(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (a *argCount) count(c redis.Cmder) {
+	if strings.EqualFold(c.Name(), "evalsha") {
+		a.n.Store(int64(len(c.Args())))
+	}
+}
+
+// A request with the same arguments as the one before it in an invocation
+// sends them once, and each request still gets its own reply.
+func TestSendManySharesRepeatedArguments(t *testing.T) {
+	s := testredis.Start(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	var a argCount
+	rdb.AddHook(&a)
+	pre := testredis.Prefix(t)
+	costs := []int{1, 1, 2, 2, 2, 1, 3}
+	keys := []string{"{x}", "{y}", "{x}", "{y}", "{z}", "{z}", "{x}"}
+	for round := range 2 { // the first loads the twin (NOSCRIPT, then again)
+		cs := make([]*engine.Call, len(costs))
+		for i, c := range costs {
+			cs[i] = &engine.Call{Script: counter, Keys: []string{pre + keys[i]}, Args: []any{c, engine.ServerTime}}
+		}
+		engine.Send(ctx, engine.Target{Node: rdb}, cs)
+		sums := map[string]int64{}
+		for i, c := range cs {
+			sums[keys[i]] += int64(costs[i])
+			v, ok := c.Reply.([]any)
+			if c.Err != nil || !ok || len(v) != 3 {
+				t.Fatalf("round %d call %d: reply %v, err %v", round, i, c.Reply, c.Err)
+			}
+			want := sums[keys[i]] + int64(round)*map[string]int64{"{x}": 6, "{y}": 3, "{z}": 3}[keys[i]]
+			if v[0] != want || v[1] != int64(costs[i]) {
+				t.Errorf("round %d call %d: sum %v, cost %v; want %d, %d", round, i, v[0], v[1], want, costs[i])
+			}
+		}
+	}
+	// evalsha, sha, numkeys, 7 keys, m, 7 pairs, then the arguments of
+	// the 4 requests whose arguments differ from the one before (2 each)
+	if got, want := a.n.Load(), int64(3+7+1+2*7+2*4); got != want {
+		t.Errorf("EVALSHA of %d arguments, want %d: repeated arguments are sent once", got, want)
 	}
 }
