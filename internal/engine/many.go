@@ -143,6 +143,7 @@ func manyCmd(ctx context.Context, cs []*Call, idx []int) *redis.Cmd {
 		}
 	}
 	a = append(a, len(idx))
+	pairs := len(a)
 	for j, i := range idx {
 		na := len(cs[i].Args)
 		if j > 0 && sameArgs(cs[idx[j-1]].Args, cs[i].Args) {
@@ -151,7 +152,7 @@ func manyCmd(ctx context.Context, cs []*Call, idx []int) *redis.Cmd {
 		a = append(a, len(cs[i].Keys), na)
 	}
 	for j, i := range idx {
-		if j == 0 || !sameArgs(cs[idx[j-1]].Args, cs[i].Args) {
+		if a[pairs+2*j+1] != -1 {
 			a = append(a, cs[i].Args...)
 		}
 	}
@@ -175,27 +176,15 @@ func hashTag(key string) string {
 }
 
 // sameArgs reports whether a and b are the same arguments: of equal
-// length, each of one comparable kind and equal.
+// length, and each a string or a number equal to its twin.
 func sameArgs(a, b []any) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		switch x := a[i].(type) {
-		case string:
-			if y, ok := b[i].(string); !ok || x != y {
-				return false
-			}
-		case int:
-			if y, ok := b[i].(int); !ok || x != y {
-				return false
-			}
-		case int64:
-			if y, ok := b[i].(int64); !ok || x != y {
-				return false
-			}
-		case float64:
-			if y, ok := b[i].(float64); !ok || x != y {
+	for i, x := range a {
+		switch x.(type) {
+		case string, int, int64, float64:
+			if x != b[i] { // x is comparable: never panics
 				return false
 			}
 		default:

@@ -3,10 +3,7 @@ package engine_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratekit/ratelimit/internal/engine"
 	"github.com/ratekit/ratelimit/internal/testredis"
@@ -113,36 +110,14 @@ func TestSendManyBySlotOnACluster(t *testing.T) {
 	}
 }
 
-// argCount records the number of arguments of the last EVALSHA sent.
-type argCount struct{ n atomic.Int64 }
-
-func (a *argCount) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (a *argCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { a.count(cmd); return next(ctx, cmd) }
-}
-func (a *argCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			a.count(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (a *argCount) count(c redis.Cmder) {
-	if strings.EqualFold(c.Name(), "evalsha") {
-		a.n.Store(int64(len(c.Args())))
-	}
-}
-
 // A request with the same arguments as the one before it in an invocation
 // sends them once, and each request still gets its own reply.
 func TestSendManySharesRepeatedArguments(t *testing.T) {
 	s := testredis.Start(t)
 	rdb := s.Client(t)
 	ctx := context.Background()
-	var a argCount
-	rdb.AddHook(&a)
+	var p sent
+	rdb.AddHook(&p)
 	pre := testredis.Prefix(t)
 	costs := []int{1, 1, 2, 2, 2, 1, 3}
 	keys := []string{"{x}", "{y}", "{x}", "{y}", "{z}", "{z}", "{x}"}
@@ -167,7 +142,7 @@ func TestSendManySharesRepeatedArguments(t *testing.T) {
 	}
 	// evalsha, sha, numkeys, 7 keys, m, 7 pairs, then the arguments of
 	// the 4 requests whose arguments differ from the one before (2 each)
-	if got, want := a.n.Load(), int64(3+7+1+2*7+2*4); got != want {
+	if got, want := p.evalshaArgs.Load(), int64(3+7+1+2*7+2*4); got != want {
 		t.Errorf("EVALSHA of %d arguments, want %d: repeated arguments are sent once", got, want)
 	}
 }

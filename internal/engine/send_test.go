@@ -25,12 +25,16 @@ var (
 )
 
 // sent counts the commands a client sends, by name.
-type sent struct{ evalsha, eval, load, pipelines atomic.Int64 }
+type sent struct {
+	evalsha, eval, load, pipelines atomic.Int64
+	evalshaArgs                    atomic.Int64 // the last EVALSHA's arguments
+}
 
 func (s *sent) count(cmd redis.Cmder) {
 	switch strings.ToLower(cmd.Name()) {
 	case "evalsha":
 		s.evalsha.Add(1)
+		s.evalshaArgs.Store(int64(len(cmd.Args())))
 	case "eval":
 		s.eval.Add(1)
 	case "script":
