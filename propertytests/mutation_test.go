@@ -424,13 +424,13 @@ if n > 0 then first = math.min(first + n, count); store(n, math.max(now, newest)
 	{
 		name:     "many requests in one script call: a request decided with the arguments of the one before it",
 		file:     "internal/engine/many.go",
-		edits:    []edit{{old: `if j > 0 && sameArgs(cs[idx[j-1]].Args, cs[i].Args) {`, new: `if j > 0 { // MUTANT`}},
+		edits:    []edit{{old: `len(f.Keys) == len(c.Keys) && sameArgs(f.Args, c.Args) {`, new: `len(f.Keys) == len(c.Keys) { // MUTANT`}},
 		subjects: "fixedwindow|gcra|slidinglog|compactlog", backends: "miniredis-batched|redis-batched",
 	},
 	{
 		name:     "many requests in one script call: the replies returned in reverse order",
 		file:     "internal/engine/many.go",
-		edits:    []edit{{old: `  out[i] = r`, new: `  out[m + 1 - i] = r`}},
+		edits:    []edit{{old: `    out[i] = r`, new: `    out[#KEYS + 1 - i] = r`}},
 		subjects: "fixedwindow|gcra|slidinglog|compactlog", backends: "miniredis-batched|redis-batched",
 	},
 	{

@@ -14,37 +14,40 @@ import (
 // each were its own call (Redis runs a script atomically either way). Its
 // KEYS are the requests' keys one after the other; its ARGV
 //
-//	m, then m pairs (keys, arguments of request i), then the requests' arguments
+//	r, then r triples (requests, keys of each, arguments), then each run's arguments
 //
-// where a request with the same arguments as the one before it counts -1
-// arguments and sends none: its body reads the same ARGV table (the
-// bodies only read ARGV). Requests of one strategy and limit differ only
-// in their keys, so an invocation carries their arguments once, which
-// Redis then parses and copies into Lua once. It returns one reply per request: the body's, or the error it raised
-// (pcall), so that a failing request fails alone. The requests read the
-// server's TIME once per invocation (now_ms caches it): they are decided
-// at the same instant.
+// where a run is requests in a row with as many keys and the same
+// arguments, which go once and which its requests' bodies share (they
+// only read ARGV). Requests of one strategy and limit differ only in their
+// keys, so an invocation of them is one run: Redis parses, and copies into
+// Lua, three numbers and one set of arguments beside the keys. It returns
+// one reply per request: the body's, or the error it raised (pcall), so
+// that a failing request fails alone. The requests read the server's TIME
+// once per invocation (now_ms caches it): they are decided at the same
+// instant.
 const manyDriver = `
 end
 local unpack = table.unpack or unpack
-local m = ARGV[1] + 0
-local ki, ai, out, args = 1, 2 + 2 * m, {}, nil
-for i = 1, m do
-  local nk, na = ARGV[2 * i] + 0, ARGV[2 * i + 1] + 0
-  if na >= 0 then
-    args = {unpack(ARGV, ai, ai + na - 1)}
-    ai = ai + na
-  end
-  local ok, r = pcall(decide, {unpack(KEYS, ki, ki + nk - 1)}, args)
-  if not ok then
-    if type(r) ~= 'table' then
-      r = redis.error_reply(tostring(r))
+local runs = ARGV[1] + 0
+local ki, ai, i, out = 1, 2 + 3 * runs, 0, {}
+for g = 3, 3 * runs + 1, 3 do
+  local count, nk, na = ARGV[g - 1] + 0, ARGV[g] + 0, ARGV[g + 1] + 0
+  local args = {unpack(ARGV, ai, ai + na - 1)}
+  ai = ai + na
+  for _ = 1, count do
+    local keys = nk == 1 and {KEYS[ki]} or {unpack(KEYS, ki, ki + nk - 1)}
+    local ok, r = pcall(decide, keys, args)
+    if not ok then
+      if type(r) ~= 'table' then
+        r = redis.error_reply(tostring(r))
+      end
+    elseif r == nil then
+      r = false
     end
-  elseif r == nil then
-    r = false
+    i = i + 1
+    out[i] = r
+    ki = ki + nk
   end
-  out[i] = r
-  ki = ki + nk
 end
 return out
 `
@@ -130,31 +133,37 @@ func groups(ctx context.Context, cs []*Call, idx []int, eval, bySlot bool) []gro
 // manyCmd builds the EVALSHA of the twin of the script of the calls idx
 // of cs (see Many).
 func manyCmd(ctx context.Context, cs []*Call, idx []int) *redis.Cmd {
+	type run struct{ first, n int } // the run's first call, and its calls
+	var buf [4]run
+	runs := buf[:0]
 	nk, na := 0, 0
 	for _, i := range idx {
-		nk += len(cs[i].Keys)
-		na += len(cs[i].Args)
+		c := cs[i]
+		nk += len(c.Keys)
+		if len(runs) > 0 {
+			r := &runs[len(runs)-1]
+			if f := cs[r.first]; len(f.Keys) == len(c.Keys) && sameArgs(f.Args, c.Args) {
+				r.n++
+				continue
+			}
+		}
+		runs = append(runs, run{i, 1})
+		na += len(c.Args)
 	}
-	a := make([]any, 3, 3+nk+1+2*len(idx)+na)
+	a := make([]any, 3, 3+nk+1+3*len(runs)+na)
 	a[0], a[1], a[2] = "evalsha", Many(cs[idx[0]].Script).Hash(), nk
 	for _, i := range idx {
 		for _, k := range cs[i].Keys {
 			a = append(a, k)
 		}
 	}
-	a = append(a, len(idx))
-	pairs := len(a)
-	for j, i := range idx {
-		na := len(cs[i].Args)
-		if j > 0 && sameArgs(cs[idx[j-1]].Args, cs[i].Args) {
-			na = -1
-		}
-		a = append(a, len(cs[i].Keys), na)
+	a = append(a, len(runs))
+	for _, r := range runs {
+		f := cs[r.first]
+		a = append(a, r.n, len(f.Keys), len(f.Args))
 	}
-	for j, i := range idx {
-		if a[pairs+2*j+1] != -1 {
-			a = append(a, cs[i].Args...)
-		}
+	for _, r := range runs {
+		a = append(a, cs[r.first].Args...)
 	}
 	cmd := redis.NewCmd(ctx, a...)
 	cmd.SetFirstKeyPos(3)
