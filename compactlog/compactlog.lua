@@ -26,7 +26,7 @@ local byte = string.byte
 local s -- the whole string, when read whole
 local hdr
 if ARGV[6] == '1' then
-  hdr = redis.call('GETRANGE', key, 0, 12)
+  hdr = redis.call('GETRANGE', key, '0', '12')
 else
   s = redis.call('GET', key)
   hdr = s
@@ -62,7 +62,7 @@ local function at(q)
     if seen[q] then
       return seen[q]
     end
-    r, o = redis.call('GETRANGE', key, p, p + w - 1), 0
+    r, o = redis.call('GETRANGE', key, int(p), int(p + w - 1)), 0
   end
   local v = 0
   for j = o + 1, o + w do
@@ -142,6 +142,8 @@ local function store(k, t)
   local ttl = t + window - now
   if ttl == window then
     ttl = ARGV[2]
+  else
+    ttl = int(ttl)
   end
   if cap == limit and w2 == w then
     -- in place: k slots from head (wrapping once at most), and the header
@@ -158,11 +160,11 @@ local function store(k, t)
       redis.call('SET', key, s, 'PX', ttl)
       return
     end
-    redis.call('SETRANGE', key, 13 + head * w, string.rep(e, run))
+    redis.call('SETRANGE', key, int(13 + head * w), string.rep(e, run))
     if k > run then
-      redis.call('SETRANGE', key, 13, string.rep(e, k - run))
+      redis.call('SETRANGE', key, '13', string.rep(e, k - run))
     end
-    redis.call('SETRANGE', key, 0, f)
+    redis.call('SETRANGE', key, '0', f)
     redis.call('PEXPIRE', key, ttl)
     return
   end

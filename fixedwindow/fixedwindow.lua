@@ -39,6 +39,6 @@ elseif count > 0 then
   -- this window's counter: it already expires when the window ends
   redis.call('INCRBY', KEYS[1], ARGV[3])
 else
-  redis.call('SET', KEYS[1], base + n, 'PX', left)
+  redis.call('SET', KEYS[1], int(base + n), 'PX', int(left))
 end
 return allowed(limit, limit - count - n, reset)

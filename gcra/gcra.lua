@@ -19,13 +19,18 @@ if v then
   local q, r
   -- the scale of the stored TAT
   local olp, owp = dlp, dwp
-  local a, b, c, d = string.match(v, '^(%d+),(%d+),(%d+),(%d+)$')
-  if a then
-    q, r, olp, owp = a + 0, b + 0, c + 0, d + 0
-  elseif digits == 0 then
-    q, r = tonumber(v), 0
+  if not string.find(v, ',', 1, true) then
+    -- written under the strategy's own limit
+    if digits == 0 then
+      q, r = tonumber(v), 0
+    else
+      q, r = tonumber(string.sub(v, 1, -digits - 1)), tonumber(string.sub(v, -digits))
+    end
   else
-    q, r = tonumber(string.sub(v, 1, -digits - 1)), tonumber(string.sub(v, -digits))
+    local a, b, c, d = string.match(v, '^(%d+),(%d+),(%d+),(%d+)$')
+    if a then
+      q, r, olp, owp = a + 0, b + 0, c + 0, d + 0
+    end
   end
   if q and r and q >= now then
     ahead = (q - now) * olp + r
@@ -51,9 +56,11 @@ local function store(after, reset)
   local ms = math.floor(after / lp)
   local tat = now + ms
   if lp ~= dlp or wp ~= dwp then
-    tat = string.format('%d,%d,%d,%d', tat, after - ms * lp, lp, wp)
+    tat = format('%d,%d,%d,%d', tat, after - ms * lp, lp, wp)
   elseif digits > 0 then
-    tat = string.format(ARGV[7], tat, after - ms * lp)
+    tat = format(ARGV[7], tat, after - ms * lp)
+  else
+    tat = int(tat)
   end
-  redis.call('SET', key, tat, 'PX', reset)
+  redis.call('SET', key, tat, 'PX', int(reset))
 end

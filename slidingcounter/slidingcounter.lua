@@ -69,9 +69,9 @@ if used + want <= limit then
       -- the next window ends
       redis.call('INCRBY', KEYS[1], ARGV[3])
     elseif limit < 1048576 and rawprev < 1048576 then
-      redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)
+      redis.call('SET', KEYS[1], int((tag * 1048576 + rawprev) * 1048576 + curr + n), 'PX', int(reset))
     else
-      redis.call('SET', KEYS[1], tag .. ':' .. (curr + n) .. ':' .. rawprev, 'PX', reset)
+      redis.call('SET', KEYS[1], format('%d:%d:%d', tag, curr + n, rawprev), 'PX', int(reset))
     end
   end
   return allowed(limit, limit - used - n, reset)

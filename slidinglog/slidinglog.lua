@@ -34,13 +34,13 @@ local want = math.max(n, 1) -- a peek (n = 0) asks for one unit
 -- are the live ones.
 local count, newest, last, base = 0, nil, 0, 0
 local bscore, brank, evict = nil, nil, false
-local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+local top = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
 if top[1] then
   last = top[1] + 0
   newest = top[2] + 0
-  local b = redis.call('ZREVRANGEBYSCORE', key, floor, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local b = redis.call('ZREVRANGEBYSCORE', key, int(floor), '-inf', 'WITHSCORES', 'LIMIT', '0', '1')
   if not b[1] then
-    b = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    b = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
     brank = 0
   end
   base, bscore = b[1] + 0, b[2]
@@ -62,7 +62,7 @@ if count + want <= limit then
     -- order; in the newest entry's ms, merged into it
     local t = now + ahead
     if evict then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', int(floor))
       if count == 0 then
         base, last = 0, 0 -- every entry has left: members start again from 0
       end
@@ -73,17 +73,17 @@ if count + want <= limit then
       redis.call('ZREM', key, top[1])
     end
     if evict then
-      redis.call('ZADD', key, bscore, -1 - base, t, m)
+      redis.call('ZADD', key, bscore, int(-1 - base), int(t), int(m))
     elseif top[1] then
-      redis.call('ZADD', key, t, m)
+      redis.call('ZADD', key, int(t), int(m))
     else
-      redis.call('ZADD', key, floor, -1, t, m)
+      redis.call('ZADD', key, int(floor), '-1', int(t), int(m))
     end
     reset = t + window - now
     if t == now then
       redis.call('PEXPIRE', key, ARGV[2])
     else
-      redis.call('PEXPIRE', key, reset)
+      redis.call('PEXPIRE', key, int(reset))
     end
   end
   return allowed(limit, limit - count - n, reset)
@@ -95,7 +95,7 @@ end
 -- oldest live entry holds it (always so for n = 1).
 local k = count + want - limit
 if not brank then
-  brank = redis.call('ZCOUNT', key, '-inf', floor) - 1
+  brank = redis.call('ZCOUNT', key, '-inf', int(floor)) - 1
 end
 local _, e = kth(key, brank, base, top, k)
 return {0, math.max(limit - count, 0), e[2] + window - now, reset}

@@ -51,12 +51,12 @@ local used = full - tokens
 local function store(after, reset)
   tokens = full - after
   if lp == dlp and wp == dwp and cap == dcap then
-    redis.call('HSET', key, 't', tokens, 'l', last)
+    redis.call('HSET', key, 't', int(tokens), 'l', int(last))
     if s[3] then
       redis.call('HDEL', key, 'p', 'w', 'c')
     end
   else
-    redis.call('HSET', key, 't', tokens, 'l', last, 'p', lp, 'w', wp, 'c', cap)
+    redis.call('HSET', key, 't', int(tokens), 'l', int(last), 'p', ARGV[1], 'w', ARGV[2], 'c', ARGV[3])
   end
-  redis.call('PEXPIRE', key, reset)
+  redis.call('PEXPIRE', key, int(reset))
 end
