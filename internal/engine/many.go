@@ -17,8 +17,9 @@ import (
 //	r, then r triples (requests, keys of each, arguments), then each run's arguments
 //
 // where a run is requests in a row with as many keys and the same
-// arguments, which go once and which its requests' bodies share (they
-// only read ARGV). Requests of one strategy and limit differ only in their
+// arguments, which go once and which its requests' bodies share (the
+// bodies only read KEYS and ARGV, and keep neither: a request of one key
+// gets the same KEYS table as the one before it, refilled). Requests of one strategy and limit differ only in their
 // keys, so an invocation of them is one run: Redis parses, and copies into
 // Lua, three numbers and one set of arguments beside the keys. It returns
 // one reply per request: the body's, or the error it raised (pcall), so
@@ -29,13 +30,18 @@ const manyDriver = `
 end
 local unpack = table.unpack or unpack
 local runs = ARGV[1] + 0
-local ki, ai, i, out = 1, 2 + 3 * runs, 0, {}
+local ki, ai, i, out, one = 1, 2 + 3 * runs, 0, {}, {}
 for g = 3, 3 * runs + 1, 3 do
   local count, nk, na = ARGV[g - 1] + 0, ARGV[g] + 0, ARGV[g + 1] + 0
   local args = {unpack(ARGV, ai, ai + na - 1)}
   ai = ai + na
   for _ = 1, count do
-    local keys = nk == 1 and {KEYS[ki]} or {unpack(KEYS, ki, ki + nk - 1)}
+    local keys = one
+    if nk == 1 then
+      one[1] = KEYS[ki]
+    else
+      keys = {unpack(KEYS, ki, ki + nk - 1)}
+    end
     local ok, r = pcall(decide, keys, args)
     if not ok then
       if type(r) ~= 'table' then

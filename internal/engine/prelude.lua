@@ -6,8 +6,13 @@
 -- requests of one invocation (engine.Many) are decided at one instant.
 -- ARGV and TIME strings are turned into numbers by arithmetic, which is
 -- cheaper than tonumber.
-local time_ms
+-- The last argument and its time are kept: the requests of an invocation
+-- that share their arguments convert "now" once.
+local time_ms, now_arg, now_val
 local function now_ms(arg)
+  if arg == now_arg then
+    return now_val
+  end
   local now = arg + 0
   if now < 0 then
     if not time_ms then
@@ -17,6 +22,7 @@ local function now_ms(arg)
     end
     now = time_ms
   end
+  now_arg, now_val = arg, now
   return now
 end
 
