@@ -94,13 +94,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (strategy.Res
 	{
 		name:     "sliding log: eviction removed (units never leave)",
 		file:     "slidinglog/slidinglog.lua",
-		edits:    []edit{{old: `redis.call('ZREVRANGEBYSCORE', key, floor, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)`, new: `{}`}},
+		edits:    []edit{{old: `redis.call('ZREVRANGEBYSCORE', key, int(floor), '-inf', 'WITHSCORES', 'LIMIT', '0', '1')`, new: `{}`}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
 		name:     "sliding log: entries that left the window never removed (the key grows)",
 		file:     "slidinglog/slidinglog.lua",
-		edits:    []edit{{old: `      redis.call('ZREMRANGEBYSCORE', key, '-inf', floor)` + "\n", new: "\n"}},
+		edits:    []edit{{old: `      redis.call('ZREMRANGEBYSCORE', key, '-inf', int(floor))` + "\n", new: "\n"}},
 		subjects: "slidinglog", backends: "redis",
 	},
 	{
@@ -138,7 +138,7 @@ local k = count + want - limit`,
 			old: `    if t == now then
       redis.call('PEXPIRE', key, ARGV[2])
     else
-      redis.call('PEXPIRE', key, reset)
+      redis.call('PEXPIRE', key, int(reset))
     end
 `,
 			new: "\n",
@@ -195,7 +195,7 @@ local k = count + want - limit`,
 	{
 		name:     "token bucket: PEXPIRE dropped",
 		file:     "tokenbucket/tokenbucket.lua",
-		edits:    []edit{{old: `redis.call('PEXPIRE', key, reset)` + "\n", new: "\n"}},
+		edits:    []edit{{old: `redis.call('PEXPIRE', key, int(reset))` + "\n", new: "\n"}},
 		subjects: "tokenbucket", backends: "redis",
 	},
 	{
@@ -241,7 +241,7 @@ local k = count + want - limit`,
 	{
 		name:     "fixed window: expiry dropped",
 		file:     "fixedwindow/fixedwindow.lua",
-		edits:    []edit{{old: `redis.call('SET', KEYS[1], base + n, 'PX', left)`, new: `redis.call('SET', KEYS[1], base + n)`}},
+		edits:    []edit{{old: `redis.call('SET', KEYS[1], int(base + n), 'PX', int(left))`, new: `redis.call('SET', KEYS[1], int(base + n))`}},
 		subjects: "fixedwindow", backends: "redis",
 	},
 	{
@@ -275,7 +275,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	{
 		name:     "sliding counter: expiry dropped",
 		file:     "slidingcounter/slidingcounter.lua",
-		edits:    []edit{{old: `redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)`, new: `redis.call('SET', KEYS[1], (tag * 1048576 + rawprev) * 1048576 + curr + n)`}},
+		edits:    []edit{{old: `redis.call('SET', KEYS[1], int((tag * 1048576 + rawprev) * 1048576 + curr + n), 'PX', int(reset))`, new: `redis.call('SET', KEYS[1], int((tag * 1048576 + rawprev) * 1048576 + curr + n))`}},
 		subjects: "slidingcounter", backends: "redis",
 	},
 	{
@@ -303,7 +303,7 @@ if n > 0 then redis.call('SET', KEYS[1], (tag * 1048576 + prev) * 1048576 + curr
 	{
 		name:     "gcra: expiry dropped",
 		file:     "gcra/gcra.lua",
-		edits:    []edit{{old: `redis.call('SET', key, tat, 'PX', reset)`, new: `redis.call('SET', key, tat)`}},
+		edits:    []edit{{old: `redis.call('SET', key, tat, 'PX', int(reset))`, new: `redis.call('SET', key, tat)`}},
 		subjects: "gcra", backends: "redis",
 	},
 	{

@@ -343,7 +343,7 @@ func init() {
 		mutant{
 			name:     "sliding counter script: the previous window stored capped at the call's limit",
 			file:     "slidingcounter/slidingcounter.lua",
-			edits:    []edit{{old: `(tag * 1048576 + rawprev) * 1048576 + curr + n, 'PX', reset)`, new: `(tag * 1048576 + prev) * 1048576 + curr + n, 'PX', reset)`}},
+			edits:    []edit{{old: `int((tag * 1048576 + rawprev) * 1048576 + curr + n), 'PX', int(reset))`, new: `int((tag * 1048576 + prev) * 1048576 + curr + n), 'PX', int(reset))`}},
 			subjects: "slidingcounter", backends: "miniredis",
 		},
 		mutant{
