@@ -141,7 +141,7 @@ local function store(k, t)
   end
   local ttl = t + window - now
   if ttl == window then
-    ttl = ARGV[2]
+    ttl = ARGV[2] -- its text is at hand, no number to format
   else
     ttl = int(ttl)
   end

@@ -19,9 +19,10 @@ import (
 // where a run is requests in a row with as many keys and the same
 // arguments, which go once and which its requests' bodies share (the
 // bodies only read KEYS and ARGV, and keep neither: a request of one key
-// gets the same KEYS table as the one before it, refilled). Requests of one strategy and limit differ only in their
-// keys, so an invocation of them is one run: Redis parses, and copies into
-// Lua, three numbers and one set of arguments beside the keys. It returns
+// gets the same KEYS table as the one before it, refilled). Requests of
+// one strategy and limit differ only in their keys, so an invocation of
+// them is one run: Redis parses, and copies into Lua, three numbers and
+// one set of arguments beside the keys. It returns
 // one reply per request: the body's, or the error it raised (pcall), so
 // that a failing request fails alone. The requests read the server's TIME
 // once per invocation (now_ms caches it): they are decided at the same

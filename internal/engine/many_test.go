@@ -147,3 +147,53 @@ func TestSendManySharesRepeatedArguments(t *testing.T) {
 		t.Errorf("EVALSHA of %d arguments, want %d: repeated arguments are sent once", got, want)
 	}
 }
+
+// sums adds ARGV[1] to each of its KEYS and returns their sums.
+var sums = engine.Script(`
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('INCRBY', KEYS[i], ARGV[1])
+end
+return out
+`)
+
+// Requests of the same arguments but of different key counts are runs of
+// their own, and each request sees its own keys.
+func TestSendManySplitsRunsByKeyCount(t *testing.T) {
+	s := testredis.Start(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	var p sent
+	rdb.AddHook(&p)
+	pre := testredis.Prefix(t)
+	keys := [][]string{{"a"}, {"a", "b"}, {"b"}, {"c", "a"}, {"c"}}
+	want := map[string]int64{}
+	for round := range 2 { // the first loads the twin (NOSCRIPT, then again)
+		cs := make([]*engine.Call, len(keys))
+		for i, ks := range keys {
+			full := make([]string, len(ks))
+			for j, k := range ks {
+				full[j] = pre + k
+			}
+			cs[i] = &engine.Call{Script: sums, Keys: full, Args: []any{1}}
+		}
+		engine.Send(ctx, engine.Target{Node: rdb}, cs)
+		for i, c := range cs {
+			v, ok := c.Reply.([]any)
+			if c.Err != nil || !ok || len(v) != len(keys[i]) {
+				t.Fatalf("round %d call %d: reply %v, err %v", round, i, c.Reply, c.Err)
+			}
+			for j, k := range keys[i] {
+				want[k]++
+				if v[j] != want[k] {
+					t.Errorf("round %d call %d key %s: sum %v, want %d", round, i, k, v[j], want[k])
+				}
+			}
+		}
+	}
+	// evalsha, sha, numkeys, 7 keys, then 5 runs (key counts 1, 2, 1, 2, 1):
+	// their count, 5 triples, and the argument of each run
+	if got, want := p.evalshaArgs.Load(), int64(3+7+1+3*5+5); got != want {
+		t.Errorf("EVALSHA of %d arguments, want %d", got, want)
+	}
+}

@@ -15,7 +15,8 @@
 //   - direct: -requests / 10 calls of the script each on its own, less
 //     none, per call (the network work of each command included).
 //
-// Every request is allowed (a subject sees far fewer than 100). The figures
+// Every request is allowed: the command refuses -requests and -subjects
+// that would bring a subject to the limit. The figures
 // are the server's whole work between two callgrind dumps.
 package main
 
@@ -54,6 +55,12 @@ func main() {
 func run(requests, subjects int) error {
 	if requests < 20 || subjects < 1 {
 		return errors.New("-requests must be at least 20 and -subjects at least 1")
+	}
+	// each algorithm sends 11 + 10 + requests + requests/10 requests, spread
+	// evenly: every one must be allowed (limit 100), or a denial's cheaper
+	// path would count
+	if per := (21 + requests + requests/10 + subjects - 1) / subjects; per >= 100 {
+		return fmt.Errorf("%d requests per subject would reach the limit of 100: more -subjects", per)
 	}
 	for _, bin := range []string{"valgrind", "callgrind_control", "redis-server"} {
 		if _, err := exec.LookPath(bin); err != nil {
